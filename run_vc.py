@@ -1,0 +1,38 @@
+#!/usr/bin/env python
+"""Hydra entry point of clonebench.
+
+    python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots [overrides]
+
+Output: ``results/<run_name>/<YYYYMMDD-HHMMSS>-<8 hex>/`` (Hydra's run directory).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    import clonebench  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from clonebench.pipeline import main as pipeline_main
+from clonebench.pipeline import register_resolvers
+
+register_resolvers()
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="vc")
+def main(cfg: DictConfig) -> int:
+    hydra_cfg = HydraConfig.get()
+    source = f"configs/{hydra_cfg.job.config_name}.yaml with overrides {list(hydra_cfg.overrides.task)}"
+    return pipeline_main(cfg, Path(hydra_cfg.runtime.output_dir), source)
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.exit(code if isinstance(code, int) else 0)

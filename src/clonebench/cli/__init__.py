@@ -1,0 +1,1 @@
+"""The ``clonebench`` command: one module per subcommand, registered in ``main``."""

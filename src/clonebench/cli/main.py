@@ -1,0 +1,40 @@
+"""``clonebench SUBCOMMAND ...``: subcommands are registered lazily as 'module:function' pairs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from clonebench.errors import ClonebenchError
+
+SUBCOMMANDS = {
+    # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
+    "status": ("clonebench.cli.status", "coverage, statuses and errors of a run directory"),
+    "manifest": ("clonebench.cli.manifest_cmd", "sample ids, seeds and input fingerprint of a manifest"),
+}
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    parser = argparse.ArgumentParser(prog="clonebench", description="voice-cloning evaluation harness")
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub.add_parser(name, help=help_text, description=module.__doc__))
+        modules[name] = module
+    return parser, modules
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return modules[args.command].run(args)
+    except ClonebenchError as exc:
+        print(f"clonebench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

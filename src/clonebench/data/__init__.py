@@ -1,0 +1,1 @@
+"""Pairs: manifests (JSON/CSV), HF datasets, sample identity and input fingerprints."""

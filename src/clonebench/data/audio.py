@@ -1,0 +1,83 @@
+"""WAV validation shared by input checks and server responses.
+
+Rules (stated once, applied everywhere): a RIFF/WAVE container whose declared chunk sizes fit in
+the bytes received, PCM (8/16/24/32-bit) or IEEE float samples, sample rate > 0, at least one frame,
+every sample finite. Multi-channel audio is accepted and described; scorers downmix it by the
+channel mean.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import soundfile as sf
+
+ACCEPTED_SUBTYPES = frozenset({"PCM_U8", "PCM_S8", "PCM_16", "PCM_24", "PCM_32", "FLOAT", "DOUBLE"})
+
+
+class InvalidAudio(ValueError):
+    """The bytes are not a valid WAV by the rules above; the message says which rule failed."""
+
+
+@dataclass(frozen=True)
+class WavInfo:
+    sample_rate: int
+    frames: int
+    channels: int
+    subtype: str
+
+    @property
+    def duration_s(self) -> float:
+        return self.frames / self.sample_rate
+
+
+def _check_riff(data: bytes) -> None:
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        head = data[:16]
+        raise InvalidAudio(f"not a RIFF/WAVE file (first bytes {head!r}, {len(data)} bytes)")
+    pos = 12
+    while pos + 8 <= len(data):
+        chunk_id, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
+        if chunk_id == b"data":
+            if pos + 8 + size > len(data):
+                raise InvalidAudio(
+                    f"truncated WAV: data chunk declares {size} bytes, {len(data) - pos - 8} present"
+                )
+            return
+        pos += 8 + size + (size & 1)
+    raise InvalidAudio("WAV has no complete data chunk")
+
+
+def inspect_wav(data: bytes) -> tuple[WavInfo, np.ndarray]:
+    """Validate WAV bytes and return their description and samples (frames x channels, float32)."""
+    _check_riff(data)
+    try:
+        with sf.SoundFile(io.BytesIO(data)) as handle:
+            if handle.format != "WAV":
+                raise InvalidAudio(f"container is {handle.format}, expected WAV")
+            if handle.subtype not in ACCEPTED_SUBTYPES:
+                raise InvalidAudio(f"sample format {handle.subtype} is neither PCM nor float")
+            samples = handle.read(dtype="float32", always_2d=True)
+            info = WavInfo(handle.samplerate, samples.shape[0], handle.channels, handle.subtype)
+    except sf.LibsndfileError as exc:
+        raise InvalidAudio(f"unreadable WAV: {exc}") from exc
+    if info.sample_rate <= 0:
+        raise InvalidAudio(f"sample rate {info.sample_rate} is not positive")
+    if info.frames < 1:
+        raise InvalidAudio("WAV has no audio frames")
+    if not np.isfinite(samples).all():
+        bad = int((~np.isfinite(samples)).sum())
+        raise InvalidAudio(f"{bad} sample(s) are NaN or infinite")
+    return info, samples
+
+
+def validate_wav(data: bytes) -> WavInfo:
+    return inspect_wav(data)[0]
+
+
+def to_mono(samples: np.ndarray) -> np.ndarray:
+    """Downmix rule: the mean over channels."""
+    return samples.mean(axis=1) if samples.ndim == 2 else samples

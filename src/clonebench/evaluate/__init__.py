@@ -1,0 +1,1 @@
+"""Scoring saved WAVs: scorer registry, device-keyed provenance, metric cache."""

@@ -1,0 +1,1 @@
+"""Generation: journaled, resumable, concurrent requests to a cloning server."""

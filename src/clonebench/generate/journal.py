@@ -1,0 +1,93 @@
+"""``sample_events.jsonl``: an append-only, fsync'd journal of every attempt and sample status.
+
+The journal is the source of truth for what a run did; ``run_manifest.json`` is a summary of it.
+A torn last line (a crash mid-write) is ignored when reading; a corrupt line anywhere before the
+last one is a JournalError, since it means the file was damaged, not merely cut short.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from clonebench.errors import JournalError
+from clonebench.records import SampleOutcome, SampleStatus
+
+JOURNAL_NAME = "sample_events.jsonl"
+
+
+class Journal:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_torn_tail()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+
+    def _repair_torn_tail(self) -> None:
+        """Cut a torn last line so that new events start on a fresh line."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            with open(self.path, "r+b") as handle:
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def append(self, event: str, **fields) -> None:
+        record = {"event": event, "ts": round(time.time(), 6), **fields}
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            os.write(self._fd, line)
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def read_events(path: Path) -> Iterator[dict]:
+    """Events of a journal; ignores a torn last line, raises JournalError on earlier corruption."""
+    path = Path(path)
+    if not path.exists():
+        return
+    lines = path.read_bytes().split(b"\n")
+    # Whatever follows the last newline is a write cut short by a crash (each event is written with
+    # one write call ending in a newline): ignored, even where the cut fell just before the newline.
+    for number, raw in enumerate(lines[:-1], start=1):
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise JournalError(f"{path} line {number} is corrupt ({exc}); the journal was damaged, not just cut "
+                               "short: restore it or start a new run") from exc
+        if not isinstance(record, dict) or "event" not in record:
+            raise JournalError(f"{path} line {number} is not a journal event")
+        yield record
+
+
+def final_outcomes(path: Path) -> dict[str, SampleOutcome]:
+    """The last status of every sample in the journal, keyed by sample id."""
+    outcomes: dict[str, SampleOutcome] = {}
+    for record in read_events(path):
+        if record["event"] == "sample":
+            outcomes[record["sample_id"]] = SampleOutcome.from_dict(record)
+    return outcomes
+
+
+def attempt_counts(path: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in read_events(path):
+        if record["event"] == "attempt_end" and record.get("sample_id"):
+            counts[record["sample_id"]] = counts.get(record["sample_id"], 0) + 1
+    return counts
+
+
+def is_finished(outcome: SampleOutcome | None) -> bool:
+    return outcome is not None and outcome.status == SampleStatus.GENERATED

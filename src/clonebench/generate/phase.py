@@ -1,0 +1,151 @@
+"""The generate phase: pairs -> readiness -> reference gate -> journaled requests -> saved WAVs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tqdm import tqdm
+
+from clonebench.adversary.registry import adversary_class
+from clonebench.adversary.transport import AttemptFailed, RetryPolicy
+from clonebench.data.hf import build_samples_hf
+from clonebench.data.identity import digest, input_fingerprint
+from clonebench.data.manifest import Selection, build_samples
+from clonebench.errors import ClonebenchError, ConfigError, ManifestError
+from clonebench.generate.recorder import RunRecorder
+from clonebench.generate.resume import reusable_outcomes
+from clonebench.generate.runner import generate_samples, reference_check
+from clonebench.hashing import HashCache
+from clonebench.provenance import service_provenance
+from clonebench.records import RunStatus, Sample
+from clonebench.settings import RunSettings
+
+log = logging.getLogger(__name__)
+
+
+def load_samples(settings: RunSettings) -> list[Sample]:
+    ds = settings.dataset
+    selection = Selection(ds.manifest_variant, ds.speaker_id, settings.client.max_samples)
+    if ds.use_hf_dataset:
+        return build_samples_hf(ds.hf_path, ds.hf_config, ds.hf_split, ds.hf_audio_columns, selection, settings.seed)
+    return build_samples(ds.manifest_filename, ds.root_path, selection, settings.seed)
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password, which must not reach an artifact."""
+    return str(httpx.URL(url).copy_with(userinfo=b""))
+
+
+def api_key_headers(api_key_env: str | None) -> dict[str, str]:
+    if not api_key_env:
+        return {}
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise ConfigError(f"adversary.api_key_env={api_key_env}: the environment variable {api_key_env} is not set "
+                          "or empty (export it, or set adversary.api_key_env=null)")
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _timeout(settings: RunSettings) -> httpx.Timeout:
+    total = settings.client.timeout
+    return httpx.Timeout(total, connect=min(total, 10.0))
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _raise_terminated(signum, frame):  # pragma: no cover - exercised by the kill tests via subprocess
+    raise _Terminated(f"signal {signum}")
+
+
+def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any]) -> RunRecorder:
+    """Generate every selected sample into ``run_dir``; returns the recorder with the final status set."""
+    client = settings.client
+    adversary = adversary_class(client.protocol)(client, settings.adversary_params)
+    recorder = RunRecorder(run_dir, header)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        try:
+            samples = load_samples(settings)
+        except ManifestError as exc:
+            recorder.record_input_failures(exc.bad_rows, exc.manifest)
+            recorder.finish(RunStatus.FAILED, str(exc))
+            raise
+        recorder.set_samples(samples)
+        cache = HashCache(settings.hash_cache)
+        try:
+            service = service_provenance(client.service_code_path, client.service_checkpoint_path,
+                                         client.service_codec_checkpoint_path, cache)
+        finally:
+            cache.close()
+        fields = {**adversary.request_fingerprint_fields(), "seed": settings.seed,
+                  "seed_policy": adversary.seed_policy(settings.seed),
+                  "service": {k: (v or {}).get("sha256") for k, v in service.items()}}
+        input_fp, generation_fp = input_fingerprint(samples), digest(fields)
+        recorder.extra.update({
+            "seed": settings.seed, "seed_policy": fields["seed_policy"],
+            "fingerprints": {"input": input_fp, "generation": generation_fp},
+            "generation_fingerprint_fields": fields,
+            "generation_provenance": {"protocol": adversary.protocol, "endpoint_url": redact_url(client.endpoint_url),
+                                      "request": adversary.params, **service},
+        })
+        reused = {}
+        if settings.vc.resume_from is not None:
+            reused = reusable_outcomes(settings.vc.resume_from, samples, input_fp, generation_fp, fields)
+            recorder.extra["resumed_from"] = {"run_dir": str(settings.vc.resume_from), "reused": len(reused)}
+            for sample in samples:
+                if sample.sample_id in reused:
+                    recorder.reuse_audio(sample, reused[sample.sample_id], settings.vc.resume_from)
+        recorder.write_manifest()
+        todo = [s for s in samples if s.sample_id not in reused]
+        log.info("%d pairs selected, %d reused from an earlier run, %d to generate", len(samples), len(reused), len(todo))
+        if todo:
+            _generate(settings, adversary, samples, todo, recorder)
+        status = recorder.finish()
+        log.info("generation %s: %s", status.value, recorder.counts())
+        return recorder
+    except (KeyboardInterrupt, _Terminated) as exc:
+        recorder.finish(RunStatus.INTERRUPTED, f"interrupted: {exc!r}")
+        raise
+    except BaseException as exc:
+        recorder.finish(RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
+    client = settings.client
+    headers = api_key_headers(client.api_key_env)
+    with httpx.Client(timeout=_timeout(settings), headers=headers) as http:
+        recorder.extra["readiness"] = adversary.check_ready(http)
+    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
+
+    async def main() -> None:
+        limits = httpx.Limits(max_connections=client.concurrency, max_keepalive_connections=client.concurrency)
+        async with httpx.AsyncClient(timeout=_timeout(settings), headers=headers, limits=limits) as http:
+            if client.reference_check:
+                recorder.extra["reference_check"] = {"status": "running"}
+                try:
+                    recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
+                                                                              recorder, settings.seed)
+                except ClonebenchError:
+                    recorder.extra["reference_check"] = {"status": "failed"}
+                    raise
+                except AttemptFailed as exc:
+                    recorder.extra["reference_check"] = {"status": "error"}
+                    raise ClonebenchError(f"reference check request failed: {exc} (see sample_events.jsonl)") from exc
+            else:
+                recorder.extra["reference_check"] = {"status": "disabled", "key": "adversary.reference_check=false"}
+            recorder.write_manifest()
+            with tqdm(total=len(samples), initial=len(samples) - len(todo), desc="generate", unit="pair") as progress:
+                await generate_samples(todo, adversary, http, policy, recorder, client.concurrency, progress)
+
+    asyncio.run(main())

@@ -1,0 +1,149 @@
+"""The run directory of a generation run: saved audio, the journal and ``run_manifest.json``.
+
+Every state change is journaled first (fsync'd); the manifest is rewritten atomically from the
+in-memory state at the start, at the end, and every ``manifest_every`` finished samples, so a crash
+leaves a journal that is complete and a manifest that is at most a few samples behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from clonebench.atomic import atomic_write_bytes, atomic_write_json
+from clonebench.data.audio import WavInfo
+from clonebench.generate.journal import JOURNAL_NAME, Journal
+from clonebench.hashing import sha256_bytes, sha256_file
+from clonebench.records import Attempt, RunStatus, Sample, SampleOutcome, SampleStatus
+
+MANIFEST_NAME = "run_manifest.json"
+SCHEMA = "clonebench.run/v1"
+
+
+class RunRecorder:
+    def __init__(self, run_dir: Path, header: dict[str, Any], manifest_every: int = 25):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.run_dir / JOURNAL_NAME)
+        self.header = {"schema": SCHEMA, **header, "run_dir": str(self.run_dir), "created_at": time.time()}
+        self.status = RunStatus.RUNNING
+        self.samples: list[Sample] = []
+        self.outcomes: dict[str, SampleOutcome] = {}
+        self.input_failures: list[dict] = []
+        self.errors: list[str] = []
+        self.extra: dict[str, Any] = {}
+        self.manifest_every = manifest_every
+        self.finished = False
+        self._since_write = 0
+        self.journal.append("run_start", status=self.status.value, run_name=header.get("run_name"))
+        self.write_manifest()
+
+    # -- samples -------------------------------------------------------------------------------
+    def set_samples(self, samples: list[Sample]) -> None:
+        self.samples = samples
+        for sample in samples:
+            self.outcomes[sample.sample_id] = SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id,
+                                                            SampleStatus.PENDING)
+
+    def record_input_failures(self, bad_rows: dict[int, str], label: str) -> None:
+        for row_number, reason in sorted(bad_rows.items()):
+            entry = {"row_number": row_number, "status": SampleStatus.INPUT_FAILED.value, "error": reason}
+            self.input_failures.append(entry)
+            self.journal.append("input", source=label, **entry)
+
+    def _set(self, outcome: SampleOutcome) -> None:
+        self.outcomes[outcome.sample_id] = outcome
+        self.journal.append("sample", **outcome.as_dict())
+        if outcome.status in (SampleStatus.GENERATED, SampleStatus.GENERATION_FAILED):
+            self._since_write += 1
+            if self._since_write >= self.manifest_every:
+                self.write_manifest()
+
+    def generating(self, sample: Sample) -> None:
+        self._set(SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATING))
+
+    def attempt(self, phase: str, sample_id: str | None, attempt: Attempt, purpose: str = "sample") -> None:
+        self.journal.append(phase, sample_id=sample_id, purpose=purpose, **attempt.as_dict())
+
+    def save_audio(self, sample: Sample, body: bytes, info: WavInfo, attempts: list[Attempt]) -> None:
+        rel = sample.audio_relpath()
+        atomic_write_bytes(self.run_dir / rel, body)
+        self._set(SampleOutcome(
+            sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATED, audio_path=rel,
+            audio_sha256=sha256_bytes(body), audio_bytes=len(body), sample_rate=info.sample_rate, frames=info.frames,
+            channels=info.channels, duration_s=round(info.duration_s, 6),
+            synthesis_time_s=round(attempts[-1].duration_s or 0.0, 6), attempts=len(attempts)))
+
+    def reuse_audio(self, sample: Sample, previous: SampleOutcome, source_dir: Path) -> None:
+        """Bring a verified WAV from an earlier run: hard link where possible, else copy; re-hash the result."""
+        rel = sample.audio_relpath()
+        source, dest = source_dir / previous.audio_path, self.run_dir / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.reuse")
+        if tmp.exists():
+            tmp.unlink()
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
+        if sha256_file(tmp) != previous.audio_sha256:
+            tmp.unlink()
+            raise ValueError(f"{source} changed while being reused")
+        os.replace(tmp, dest)
+        fields = previous.as_dict()
+        fields.update(audio_path=rel, reused_from=str(source_dir), attempts=0, status=SampleStatus.GENERATED.value)
+        self._set(SampleOutcome.from_dict(fields))
+
+    def failed(self, sample: Sample, error_class: str, error: str, attempts: int) -> None:
+        self._set(SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATION_FAILED,
+                                attempts=attempts, error_class=error_class, error=error))
+
+    # -- run -----------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        counter = Counter(o.status.value for o in self.outcomes.values())
+        if self.input_failures:
+            counter[SampleStatus.INPUT_FAILED.value] += len(self.input_failures)
+        return dict(sorted(counter.items()))
+
+    def finish(self, status: RunStatus | None = None, error: str | None = None) -> RunStatus:
+        """Set the final status (derived from the outcomes unless given); later calls change nothing."""
+        if self.finished:
+            return self.status
+        self.finished = True
+        if error:
+            self.errors.append(error)
+        if status is None:
+            generated = sum(o.status == SampleStatus.GENERATED for o in self.outcomes.values())
+            if self.samples and generated == len(self.samples):
+                status = RunStatus.GENERATED
+            else:
+                status = RunStatus.PARTIAL if generated else RunStatus.FAILED
+        self.status = status
+        self.journal.append("run_end", status=status.value, counts=self.counts(), error=error)
+        self.write_manifest(finished=True)
+        self.journal.close()
+        return status
+
+    def write_manifest(self, finished: bool = False) -> None:
+        self._since_write = 0
+        rows = []
+        for sample in self.samples:
+            outcome = self.outcomes[sample.sample_id].as_dict()
+            outcome.pop("sample_id", None)
+            rows.append({"sample_id": sample.sample_id, "row_number": sample.row_number,
+                         "source_index": sample.row.source_index, "seed": sample.seed,
+                         "prompt_sha256": sample.prompt.sha256, "target_sha256": sample.target.sha256,
+                         "prompt_file_name": sample.row.prompt_file_name,
+                         "target_file_name": sample.row.target_file_name, **outcome})
+        payload = {**self.header, **self.extra, "status": self.status.value, "updated_at": time.time(),
+                   "finished_at": time.time() if finished else None, "counts": self.counts(),
+                   "errors": self.errors,
+                   "sample_errors": [{"pair_id": o.pair_id, "sample_id": o.sample_id, "error_class": o.error_class,
+                                      "error": o.error} for o in self.outcomes.values()
+                                     if o.status == SampleStatus.GENERATION_FAILED],
+                   "input_failures": self.input_failures, "samples": rows}
+        atomic_write_json(self.run_dir / MANIFEST_NAME, payload)

@@ -1,0 +1,160 @@
+"""The run's settings, built from the composed config with every key type-checked and accounted for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from clonebench.config_reader import ConfigReader
+from clonebench.data.identity import SEED_MAX
+from clonebench.errors import ConfigError
+
+DEFAULT_SEED = 42
+SEED_KEYS = ("seed", "adversary.seed", "vc.seed")
+
+
+@dataclass(frozen=True)
+class DatasetSettings:
+    name: str
+    use_hf_dataset: bool
+    manifest_filename: Path | None
+    root_path: Path | None
+    manifest_variant: str | None
+    speaker_id: str | None
+    hf_path: str | None
+    hf_config: str | None
+    hf_split: str
+    hf_audio_columns: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Protocol-independent settings of the adversary client."""
+
+    protocol: str
+    endpoint_url: str
+    api_key_env: str | None
+    timeout: float
+    request_attempts: int
+    retry_initial_delay: float
+    retry_max_delay: float
+    concurrency: int
+    max_samples: int | None
+    reference_check: bool
+    service_code_path: Path | None
+    service_checkpoint_path: Path | None
+    service_codec_checkpoint_path: Path | None
+
+
+@dataclass(frozen=True)
+class VCSettings:
+    generate_only: bool
+    evaluate_only: bool
+    resume_from: Path | None
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    run_name: str
+    seed: int | None
+    results_dir: Path
+    hash_cache: Path | None
+    dataset: DatasetSettings
+    client: ClientSettings
+    vc: VCSettings
+    adversary_params: dict[str, Any] = field(default_factory=dict)
+    evaluation: Any = None
+
+
+def read_seed(reader: ConfigReader) -> int | None:
+    """``+seed``, ``adversary.seed`` and ``vc.seed`` name one value; conflicting values are an error.
+
+    ``null`` (e.g. ``+seed=null``) makes an unseeded run: no seed is sent.
+    """
+    given = {k: reader._raw(k, None) for k in SEED_KEYS if reader.has(k)}
+    for key, value in given.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SEED_MAX):
+            raise ConfigError(f"{reader.source}: {key}={value!r} must be an integer in [0, {SEED_MAX}] or null (e.g. +seed=42)")
+    if len(set(given.values())) > 1:
+        raise ConfigError(f"{reader.source}: seed keys disagree: {given}; set just one (e.g. +seed=42)")
+    return next(iter(given.values())) if given else DEFAULT_SEED
+
+
+def read_dataset(reader: ConfigReader) -> DatasetSettings:
+    columns = reader.list("dataset.hf_audio_columns", ["prompt_audio", "target_audio"])
+    if len(columns) != 2 or not all(isinstance(c, str) for c in columns):
+        raise ConfigError(f"{reader.source}: dataset.hf_audio_columns must name two columns [prompt, target]")
+    settings = DatasetSettings(
+        name=reader.str("dataset.name"),
+        use_hf_dataset=reader.bool("dataset.use_hf_dataset"),
+        manifest_filename=reader.path("dataset.manifest_filename", None),
+        root_path=reader.path("dataset.root_path", None),
+        manifest_variant=reader.str("dataset.manifest_variant", "speaker", allow_none=True),
+        speaker_id=reader.str("dataset.speaker_id", None, allow_none=True),
+        hf_path=reader.str("dataset.hf_path", None, allow_none=True),
+        hf_config=reader.str("dataset.hf_config", None, allow_none=True),
+        hf_split=reader.str("dataset.hf_split", "test"),
+        hf_audio_columns=(columns[0], columns[1]),
+    )
+    if not settings.use_hf_dataset and settings.manifest_filename is None:
+        raise ConfigError(f"{reader.source}: dataset.use_hf_dataset=false needs +dataset.manifest_filename=PATH "
+                          "(a JSON or CSV pair manifest)")
+    return settings
+
+
+def read_client(reader: ConfigReader) -> ClientSettings:
+    endpoint = reader.str("adversary.endpoint_url")
+    if not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"{reader.source}: adversary.endpoint_url={endpoint!r} must be an http(s) URL")
+    return ClientSettings(
+        protocol=reader.str("adversary.protocol"),
+        endpoint_url=endpoint,
+        api_key_env=reader.str("adversary.api_key_env", None, allow_none=True),
+        timeout=reader.float("adversary.timeout", minimum=0.001),
+        request_attempts=reader.int("adversary.request_attempts", minimum=1, maximum=100),
+        retry_initial_delay=reader.float("adversary.retry_initial_delay", minimum=0.0),
+        retry_max_delay=reader.float("adversary.retry_max_delay", minimum=0.0),
+        concurrency=reader.int("adversary.concurrency", minimum=1, maximum=1024),
+        max_samples=reader.int("adversary.max_samples", None, minimum=1, allow_none=True),
+        reference_check=reader.bool("adversary.reference_check"),
+        service_code_path=reader.path("adversary.service_code_path", None),
+        service_checkpoint_path=reader.path("adversary.service_checkpoint_path", None),
+        service_codec_checkpoint_path=reader.path("adversary.service_codec_checkpoint_path", None),
+    )
+
+
+def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
+                  reader: ConfigReader | None = None) -> RunSettings:
+    """All settings of a run; raises ConfigError naming the key and the fix for anything wrong or unread.
+
+    Pass ``reader`` to inspect afterwards which keys were read (the dead-key test does).
+    """
+    from clonebench.adversary.registry import adversary_class
+    from clonebench.evaluate.settings import read_evaluation
+
+    reader = reader or ConfigReader(cfg, source)
+    client = read_client(reader)
+    params = adversary_class(client.protocol).read_params(reader)
+    settings = RunSettings(
+        run_name=reader.str("run_name"),
+        seed=read_seed(reader),
+        results_dir=reader.path("paths.results_dir"),
+        hash_cache=reader.path("paths.hash_cache", None),
+        dataset=read_dataset(reader),
+        client=client,
+        vc=VCSettings(
+            generate_only=reader.bool("vc.generate_only", False),
+            evaluate_only=reader.bool("vc.evaluate_only", False),
+            resume_from=reader.path("vc.resume_from", None),
+        ),
+        adversary_params=params,
+        evaluation=read_evaluation(reader),
+    )
+    if settings.vc.generate_only and settings.vc.evaluate_only:
+        raise ConfigError(f"{source}: +vc.generate_only=true and +vc.evaluate_only=true exclude each other")
+    if check_unread:
+        reader.check_all_read()
+    return settings

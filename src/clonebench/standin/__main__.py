@@ -1,0 +1,58 @@
+"""``python -m clonebench.standin --listen 127.0.0.1:PORT``: run the stand-in Fish server (test/demo only)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from clonebench.atomic import atomic_write_text
+from clonebench.standin.server import StandinServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m clonebench.standin", description=__doc__)
+    parser.add_argument("--listen", default="127.0.0.1:0", help="loopback host:port (port 0 = any free port)")
+    parser.add_argument("--api-key-env", help="environment variable holding the Bearer key to require")
+    parser.add_argument("--latency", type=float, default=0.0, help="fixed extra seconds per synthesis")
+    parser.add_argument("--parallel", action="store_true", help="synthesize requests concurrently (Fish does not)")
+    parser.add_argument("--faults", help="JSON list of faults to queue (see clonebench.standin.faults)")
+    parser.add_argument("--sticky-fault", help="JSON fault applied to every request once the queue is empty")
+    parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups")
+    parser.add_argument("--port-file", type=Path, help="write the bound URL here once listening")
+    parser.add_argument("--max-lifetime", type=float, default=3600.0, help="stop by itself after this many seconds")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s standin %(levelname)s %(message)s")
+    host, _, port = args.listen.rpartition(":")
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not api_key:
+        parser.error(f"--api-key-env {args.api_key_env}: that variable is not set")
+    server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
+                           serial=not args.parallel, references_dir=args.references_dir)
+    if args.faults:
+        server.faults.add(json.loads(args.faults))
+    if args.sticky_fault:
+        server.faults.set_sticky(json.loads(args.sticky_fault))
+    stopper = threading.Timer(args.max_lifetime, server.shutdown)
+    stopper.daemon = True
+    stopper.start()
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+    if args.port_file:
+        atomic_write_text(args.port_file, server.url + "\n")
+    print(f"stand-in Fish server (eSpeak NG, not a cloning model) listening on {server.url}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

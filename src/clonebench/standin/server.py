@@ -1,0 +1,256 @@
+"""The stand-in Fish server: a real HTTP/1.1 server on loopback speaking the Fish api_server contract.
+
+It is a TEST AND DEMO SERVER, NOT A CLONING MODEL: it speaks the requested text with eSpeak NG in a
+voice whose pitch and rate follow the reference recording (see ``voice.py``). ``/v1/health`` is
+static, as Fish's is. It injects faults on request (``faults.py``) and records the sha256 of every
+request body it receives, so tests can prove that retries resent identical bytes.
+
+Built on the standard library's ``http.server`` rather than an ASGI framework because the faults
+need the raw socket: resetting a connection after reading a request, or cutting a chunked body short.
+Control routes (tests only, no key): ``GET /_standin/received``, ``POST /_standin/faults``
+(``{"faults": [...], "sticky": {...}|null, "clear": bool}``), ``POST /_standin/reset``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import logging
+import socket
+import struct
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from clonebench.data.audio import InvalidAudio
+from clonebench.standin import voice
+from clonebench.standin.faults import FaultPlan
+from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
+
+log = logging.getLogger("clonebench.standin")
+ROUTES = {"/v1/health": ("GET", "POST"), "/v1/tts": ("POST",)}
+AUDIO_EXTENSIONS = (".mp3", ".wav", ".flac", ".ogg", ".m4a", ".wma", ".aac", ".aiff", ".aif", ".aifc")
+
+
+class StandinServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], api_key: str | None = None, latency: float = 0.0,
+                 serial: bool = True, references_dir: Path | None = None):
+        if not ipaddress.ip_address(socket.gethostbyname(address[0])).is_loopback:
+            raise ValueError(f"the stand-in listens on loopback only, not {address[0]}")
+        super().__init__(address, Handler)
+        self.api_key, self.latency, self.references_dir = api_key, latency, references_dir
+        self.faults = FaultPlan()
+        self.received: list[dict] = []
+        self.received_lock = threading.Lock()
+        self.synthesis_lock = threading.Lock() if serial else None
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def record(self, path: str, body: bytes, content_type: str | None) -> None:
+        with self.received_lock:
+            self.received.append({"path": path, "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body),
+                                  "content_type": content_type, "ts": time.time()})
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: StandinServer
+
+    def log_message(self, fmt, *args):  # route http.server's access log to logging
+        log.debug("%s " + fmt, self.address_string(), *args)
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None,
+              chunked: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for start in range(0, len(body), 65536):
+                piece = body[start:start + 65536]
+                self.wfile.write(f"{len(piece):X}\r\n".encode() + piece + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def _json(self, status: int, payload, headers: dict | None = None) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _envelope(self, status: int, message: str | None, headers: dict | None = None) -> None:
+        self._json(status, {"statusCode": status, "message": message, "error": HTTPStatus(status).phrase}, headers)
+
+    def _reset(self) -> None:
+        """Abort the connection with an RST, sending no response."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
+
+    # -- routing -------------------------------------------------------------------------------
+    def do_GET(self):
+        self._route("GET")
+
+    def do_POST(self):
+        self._route("POST")
+
+    def do_DELETE(self):
+        self._route("DELETE")
+
+    def _route(self, method: str) -> None:
+        path = self.path.split("?")[0]
+        body = self._read_body() if method in ("POST", "DELETE") else b""
+        try:
+            if path.startswith("/_standin/"):
+                return self._control(method, path, body)
+            if method == "POST":
+                self.server.record(path, body, self.headers.get("Content-Type"))
+            if path not in ROUTES:
+                return self._envelope(404, None)
+            if method not in ROUTES[path]:
+                return self._envelope(405, None, {"Allow": ", ".join(ROUTES[path])})
+            if self.server.api_key and self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
+                return self._envelope(401, "Invalid or missing API key")
+            if path == "/v1/health":
+                return self._json(200, {"status": "ok"})
+            self._tts(body)
+        except HTTPFailure as exc:
+            if exc.status == 422:
+                self._json(422, exc.body, exc.headers)
+            else:
+                self._envelope(exc.status, exc.message, exc.headers)
+        except (BrokenPipeError, ConnectionResetError, OSError) as exc:
+            log.debug("client went away: %r", exc)
+            self.close_connection = True
+
+    def _control(self, method: str, path: str, body: bytes) -> None:
+        if path == "/_standin/received" and method == "GET":
+            with self.server.received_lock:
+                return self._json(200, list(self.server.received))
+        if path == "/_standin/faults" and method == "POST":
+            spec = json.loads(body or b"{}")
+            if spec.get("clear"):
+                self.server.faults.clear()
+            try:
+                self.server.faults.add(spec.get("faults", []))
+            except ValueError as exc:
+                return self._envelope(400, str(exc))
+            if "sticky" in spec:
+                self.server.faults.set_sticky(spec["sticky"])
+            return self._json(200, {"queued": len(self.server.faults.queue)})
+        if path == "/_standin/reset" and method == "POST":
+            with self.server.received_lock:
+                self.server.received.clear()
+            self.server.faults.clear()
+            return self._json(200, {"ok": True})
+        return self._envelope(404, None)
+
+    # -- /v1/tts -------------------------------------------------------------------------------
+    def _tts(self, raw: bytes) -> None:
+        fault = self.server.faults.next() or {}
+        kind = fault.get("kind")
+        if kind == "reset":
+            return self._reset()
+        if kind == "delay":
+            time.sleep(float(fault.get("seconds", 1.0)))
+        if kind == "status":
+            code = int(fault.get("code", 503))
+            headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
+            return self._envelope(code, fault.get("message", "injected fault"), headers)
+        request = validate_tts(parse_body(self.headers.get("Content-Type"), raw))
+        if kind == "not_wav":
+            return self._send(200, b"<html>upstream proxy error</html>", "audio/wav", chunked=True)
+        audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
+        if kind == "nan":
+            audio = _nan_wav()
+        if kind == "wav_truncated_header":
+            audio = audio[: len(audio) // 2]
+        headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
+        if kind == "truncate":
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/wav")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            half = audio[: len(audio) // 2]
+            self.wfile.write(f"{len(audio):X}\r\n".encode() + half)
+            self.wfile.flush()
+            self.close_connection = True  # closed cleanly mid-chunk: the client sees a body cut short
+            return self.connection.shutdown(socket.SHUT_WR)
+        if request["streaming"]:  # Fish drops the WAV header when streaming: raw s16le
+            return self._send(200, _pcm_only(audio), "audio/wav", headers, chunked=True)
+        self._send(200, audio, "audio/wav", headers, chunked=True)
+
+    def _synthesize(self, request: dict, ignore_reference: bool) -> bytes:
+        if request["format"] in ("pcm", "opus"):
+            raise HTTPFailure(500, "Failed to generate speech")
+        references = request["references"]
+        if request["reference_id"] is not None:
+            references = self._stored_references(request["reference_id"])
+        style = dict(voice.DEFAULT_STYLE)
+        if references and not ignore_reference:
+            try:
+                style = voice.reference_style(references[0]["audio"], references[0]["text"])
+            except InvalidAudio as exc:
+                raise HTTPFailure(500, "Failed to generate speech") from exc
+        if self.server.synthesis_lock is None:
+            return self._speak(request, style)
+        with self.server.synthesis_lock:  # a Fish worker synthesizes one request at a time
+            return self._speak(request, style)
+
+    def _speak(self, request: dict, style: dict) -> bytes:
+        if self.server.latency:
+            time.sleep(self.server.latency)
+        try:
+            return voice.synthesize(request["text"], "en", style, request["seed"])
+        except voice.SpeechError as exc:
+            raise HTTPFailure(500, f"No audio generated: {exc}") from exc
+
+    def _stored_references(self, reference_id: str) -> list[dict]:
+        """Fish's reference_id lookup: a valid but unknown id silently means no reference (and an empty folder)."""
+        if not reference_id_valid(reference_id):
+            raise HTTPFailure(500, "Failed to generate speech")
+        if self.server.references_dir is None:
+            return []
+        folder = self.server.references_dir / reference_id
+        folder.mkdir(parents=True, exist_ok=True)
+        found = []
+        for audio in sorted(p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_EXTENSIONS):
+            lab = audio.with_suffix(".lab")
+            found.append({"audio": audio.read_bytes(), "text": lab.read_text() if lab.exists() else str(lab)})
+        return found
+
+
+def _nan_wav() -> bytes:
+    import io
+
+    samples = np.zeros(4410, dtype=np.float32)
+    samples[100:200] = np.nan
+    out = io.BytesIO()
+    sf.write(out, samples, voice.OUTPUT_RATE, subtype="FLOAT", format="WAV")
+    return out.getvalue()
+
+
+def _pcm_only(wav: bytes) -> bytes:
+    import io
+
+    samples, _ = sf.read(io.BytesIO(wav), dtype="int16")
+    return samples.tobytes()

@@ -1,0 +1,95 @@
+"""Speech for the stand-in server: eSpeak NG says the text in a voice whose pitch and rate follow the reference.
+
+This is not voice cloning. The reference recording's median F0 picks eSpeak's pitch (and a male or
+female variant), its speaking rate (prompt words per second) picks eSpeak's speed, so different
+references give different, intelligible audio, and a server that ignores its reference can be told
+apart from one that does not.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+
+import numpy as np
+import soundfile as sf
+from scipy.signal import resample_poly
+
+from clonebench.data.audio import inspect_wav, to_mono
+
+OUTPUT_RATE = 44_100  # Fish S2's codec rate
+LANGUAGE_VOICES = {"en": "en-us", "de": "de", "fr": "fr", "es": "es", "it": "it", "zh": "cmn", "ja": "ja",
+                   "pt": "pt", "nl": "nl", "ru": "ru", "ko": "ko", "pl": "pl"}
+DEFAULT_STYLE = {"pitch": 50, "speed": 165, "variant": "m3"}
+
+
+class SpeechError(RuntimeError):
+    pass
+
+
+def espeak_binary() -> str:
+    path = shutil.which("espeak-ng")
+    if path is None:
+        raise SpeechError("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
+    return path
+
+
+def median_f0(samples: np.ndarray, rate: int, fmin: float = 60.0, fmax: float = 400.0) -> float | None:
+    """Median F0 of voiced 40 ms frames by normalised autocorrelation; None if nothing is voiced."""
+    frame, hop = int(0.04 * rate), int(0.02 * rate)
+    if len(samples) < frame:
+        return None
+    lo, hi = int(rate / fmax), int(rate / fmin)
+    energies = np.array([np.sqrt(np.mean(samples[i:i + frame] ** 2)) for i in range(0, len(samples) - frame, hop)])
+    threshold = 0.3 * np.percentile(energies, 90) if len(energies) else 0.0
+    values = []
+    for index, start in enumerate(range(0, len(samples) - frame, hop)):
+        if energies[index] < threshold or energies[index] == 0:
+            continue
+        chunk = samples[start:start + frame] - samples[start:start + frame].mean()
+        corr = np.correlate(chunk, chunk, mode="full")[frame - 1:]
+        if corr[0] <= 0 or hi >= len(corr):
+            continue
+        lag = lo + int(np.argmax(corr[lo:hi]))
+        if corr[lag] / corr[0] > 0.5:
+            values.append(rate / lag)
+    return float(np.median(values)) if values else None
+
+
+def reference_style(reference_wav: bytes, reference_text: str) -> dict:
+    """eSpeak pitch (0-99), speed (words/min) and variant following the reference recording."""
+    info, samples = inspect_wav(reference_wav)
+    mono = to_mono(samples)
+    f0 = median_f0(mono, info.sample_rate)
+    words = max(1, len(reference_text.split()))
+    wpm = 60.0 * words / max(info.duration_s, 0.5)
+    style = dict(DEFAULT_STYLE)
+    if f0 is not None:
+        style["pitch"] = int(np.clip(round((f0 - 70.0) / 230.0 * 99), 0, 99))
+        style["variant"] = "f3" if f0 >= 165.0 else "m3"
+    style["speed"] = int(np.clip(round(wpm), 90, 320))
+    style["f0_hz"] = None if f0 is None else round(f0, 2)
+    return style
+
+
+def espeak(text: str, voice_name: str, pitch: int, speed: int, rate: int) -> np.ndarray:
+    """Mono float32 speech from eSpeak NG, resampled to ``rate`` Hz (text goes in on stdin, never argv)."""
+    command = [espeak_binary(), "--stdout", "-v", voice_name, "-p", str(pitch), "-s", str(speed)]
+    result = subprocess.run(command, input=text.encode("utf-8"), capture_output=True, timeout=120)
+    if result.returncode != 0 or not result.stdout:
+        raise SpeechError(f"espeak-ng failed: {result.stderr.decode('utf-8', 'replace')[:200]}")
+    audio, native = sf.read(io.BytesIO(result.stdout), dtype="float32")
+    audio = to_mono(audio) if audio.ndim == 2 else audio
+    return resample_poly(audio, rate, native).astype(np.float32)
+
+
+def synthesize(text: str, language: str, style: dict, seed: int | None) -> bytes:
+    """44.1 kHz mono PCM16 WAV of ``text``; a seeded -80 dBFS dither makes unseeded requests differ like a model's."""
+    base = LANGUAGE_VOICES.get(language.lower().split("-")[0], "en-us")
+    audio = espeak(text, f"{base}+{style['variant']}", style["pitch"], style["speed"], OUTPUT_RATE)
+    rng = np.random.default_rng(seed)
+    audio = audio + rng.normal(0.0, 1e-4, size=audio.shape).astype(np.float32)
+    out = io.BytesIO()
+    sf.write(out, np.clip(audio, -1.0, 1.0), OUTPUT_RATE, subtype="PCM_16", format="WAV")
+    return out.getvalue()
