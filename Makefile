@@ -6,7 +6,7 @@ setup:
 
 # README command 1: the offline demo (eSpeak NG pairs, stand-in Fish server on loopback).
 demo: setup
-	$(PYTHON) scripts/demo.py
+	$(PYTHON) scripts/demo.py $(DEMO_ARGS)
 
 # README command 2: the test suite.
 test: setup

@@ -18,6 +18,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from clonebench.pipeline import main as pipeline_main
@@ -30,9 +31,11 @@ register_resolvers()
 def main(cfg: DictConfig) -> int:
     hydra_cfg = HydraConfig.get()
     source = f"configs/{hydra_cfg.job.config_name}.yaml with overrides {list(hydra_cfg.overrides.task)}"
-    return pipeline_main(cfg, Path(hydra_cfg.runtime.output_dir), source)
+    code = pipeline_main(cfg, Path(hydra_cfg.runtime.output_dir), source)
+    if code and hydra_cfg.mode == RunMode.RUN:
+        sys.exit(code)  # hydra.main discards return values; a multirun reports each job in its own log
+    return code
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.exit(code if isinstance(code, int) else 0)
+    main()

@@ -4,7 +4,8 @@
 1. builds a small LibriTTS-shaped dataset with eSpeak NG under results/demo/data/;
 2. starts the stand-in Fish server (``python -m clonebench.standin``) on a free loopback port;
 3. runs ``python run_vc.py --config-name demo`` against it, then stops the server.
-Extra arguments are passed to run_vc.py as Hydra overrides.
+``--results DIR`` (first) puts data and runs under DIR instead of results/; further arguments are
+passed to run_vc.py as Hydra overrides.
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ def start_standin(port_file: Path) -> tuple[subprocess.Popen, str]:
 
 def main(argv: list[str]) -> int:
     results = REPO / "results"
+    if argv[:1] == ["--results"]:
+        results, argv = Path(argv[1]).resolve(), argv[2:]
     manifest = build_demo_dataset(results / "demo" / "data")
     print(f"demo dataset: {manifest}")
     with tempfile.TemporaryDirectory() as tmp:
         server, url = start_standin(Path(tmp) / "url")
         try:
-            command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo",
+            command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
                        f"adversary.endpoint_url={url}/v1/tts", "+vc.generate_only=true", *argv]
             return subprocess.run(command, cwd=REPO).returncode
         finally:

@@ -52,7 +52,7 @@ class Adversary(ABC):
         """Read and validate this protocol's own config keys."""
 
     @abstractmethod
-    def check_ready(self, http: httpx.Client) -> dict[str, Any]:
+    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
         """Probe the server; raise ServerNotReadyError naming the URL and what came back."""
 
     @abstractmethod

@@ -46,10 +46,10 @@ class FishS2HTTP(Adversary):
         fields.pop("body_format")  # msgpack and JSON carry the same request
         return fields
 
-    def check_ready(self, http: httpx.Client) -> dict[str, Any]:
+    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
         url = health_url(self.client.endpoint_url)
         try:
-            response = http.get(url)
+            response = await http.get(url)
         except httpx.HTTPError as exc:
             raise ServerNotReadyError(
                 f"Fish server not ready: GET {url} failed: {exc!r}. Start the server (scripts/serve_fish_s2.py) "

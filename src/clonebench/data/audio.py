@@ -51,8 +51,10 @@ def _check_riff(data: bytes) -> None:
     raise InvalidAudio("WAV has no complete data chunk")
 
 
-def inspect_wav(data: bytes) -> tuple[WavInfo, np.ndarray]:
-    """Validate WAV bytes and return their description and samples (frames x channels, float32)."""
+FLOAT_SUBTYPES = frozenset({"FLOAT", "DOUBLE"})
+
+
+def _read(data: bytes, decode: bool) -> tuple[WavInfo, np.ndarray | None]:
     _check_riff(data)
     try:
         with sf.SoundFile(io.BytesIO(data)) as handle:
@@ -60,22 +62,32 @@ def inspect_wav(data: bytes) -> tuple[WavInfo, np.ndarray]:
                 raise InvalidAudio(f"container is {handle.format}, expected WAV")
             if handle.subtype not in ACCEPTED_SUBTYPES:
                 raise InvalidAudio(f"sample format {handle.subtype} is neither PCM nor float")
-            samples = handle.read(dtype="float32", always_2d=True)
-            info = WavInfo(handle.samplerate, samples.shape[0], handle.channels, handle.subtype)
+            info = WavInfo(handle.samplerate, handle.frames, handle.channels, handle.subtype)
+            if info.sample_rate <= 0:
+                raise InvalidAudio(f"sample rate {info.sample_rate} is not positive")
+            if info.frames < 1:
+                raise InvalidAudio("WAV has no audio frames")
+            # integer PCM cannot hold NaN or infinity: only float data needs decoding to be checked
+            samples = handle.read(dtype="float32", always_2d=True) if decode or info.subtype in FLOAT_SUBTYPES else None
     except sf.LibsndfileError as exc:
         raise InvalidAudio(f"unreadable WAV: {exc}") from exc
-    if info.sample_rate <= 0:
-        raise InvalidAudio(f"sample rate {info.sample_rate} is not positive")
-    if info.frames < 1:
-        raise InvalidAudio("WAV has no audio frames")
-    if not np.isfinite(samples).all():
-        bad = int((~np.isfinite(samples)).sum())
-        raise InvalidAudio(f"{bad} sample(s) are NaN or infinite")
+    if samples is not None:
+        if samples.shape[0] != info.frames:
+            raise InvalidAudio(f"WAV declares {info.frames} frames, {samples.shape[0]} could be read")
+        if not np.isfinite(samples).all():
+            bad = int((~np.isfinite(samples)).sum())
+            raise InvalidAudio(f"{bad} sample(s) are NaN or infinite")
     return info, samples
 
 
+def inspect_wav(data: bytes) -> tuple[WavInfo, np.ndarray]:
+    """Validate WAV bytes and return their description and samples (frames x channels, float32)."""
+    return _read(data, decode=True)
+
+
 def validate_wav(data: bytes) -> WavInfo:
-    return inspect_wav(data)[0]
+    """Validate WAV bytes without keeping their samples (decoded only where NaN/inf are possible)."""
+    return _read(data, decode=False)[0]
 
 
 def to_mono(samples: np.ndarray) -> np.ndarray:

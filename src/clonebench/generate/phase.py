@@ -89,6 +89,7 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
                   "seed_policy": adversary.seed_policy(settings.seed),
                   "service": {k: (v or {}).get("sha256") for k, v in service.items()}}
         input_fp, generation_fp = input_fingerprint(samples), digest(fields)
+        recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
         recorder.extra.update({
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
             "fingerprints": {"input": input_fp, "generation": generation_fp},
@@ -124,13 +125,12 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
 def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
-    with httpx.Client(timeout=_timeout(settings), headers=headers) as http:
-        recorder.extra["readiness"] = adversary.check_ready(http)
     policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
 
     async def main() -> None:
         limits = httpx.Limits(max_connections=client.concurrency, max_keepalive_connections=client.concurrency)
         async with httpx.AsyncClient(timeout=_timeout(settings), headers=headers, limits=limits) as http:
+            recorder.extra["readiness"] = await adversary.check_ready(http)
             if client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -38,6 +39,7 @@ class RunRecorder:
         self.extra: dict[str, Any] = {}
         self.manifest_every = manifest_every
         self.finished = False
+        self._lock = threading.RLock()  # audio is saved from worker threads
         self._since_write = 0
         self.journal.append("run_start", status=self.status.value, run_name=header.get("run_name"))
         self.write_manifest()
@@ -56,12 +58,13 @@ class RunRecorder:
             self.journal.append("input", source=label, **entry)
 
     def _set(self, outcome: SampleOutcome) -> None:
-        self.outcomes[outcome.sample_id] = outcome
-        self.journal.append("sample", **outcome.as_dict())
-        if outcome.status in (SampleStatus.GENERATED, SampleStatus.GENERATION_FAILED):
-            self._since_write += 1
-            if self._since_write >= self.manifest_every:
-                self.write_manifest()
+        with self._lock:
+            self.outcomes[outcome.sample_id] = outcome
+            self.journal.append("sample", **outcome.as_dict())
+            if outcome.status in (SampleStatus.GENERATED, SampleStatus.GENERATION_FAILED):
+                self._since_write += 1
+                if self._since_write >= self.manifest_every:
+                    self.write_manifest()
 
     def generating(self, sample: Sample) -> None:
         self._set(SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATING))
@@ -129,6 +132,10 @@ class RunRecorder:
         return status
 
     def write_manifest(self, finished: bool = False) -> None:
+        with self._lock:
+            self._write_manifest(finished)
+
+    def _write_manifest(self, finished: bool) -> None:
         self._since_write = 0
         rows = []
         for sample in self.samples:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from clonebench.errors import ResumeError
-from clonebench.generate.journal import JOURNAL_NAME, final_outcomes
-from clonebench.generate.recorder import MANIFEST_NAME
+from clonebench.generate.journal import JOURNAL_NAME, final_outcomes, read_events
 from clonebench.hashing import sha256_file
 from clonebench.records import Sample, SampleOutcome, SampleStatus
 
@@ -21,20 +19,22 @@ def reusable_outcomes(resume_dir: Path, samples: list[Sample], input_fp: str, ge
                       generation_fields: dict) -> dict[str, SampleOutcome]:
     """Finished samples of ``resume_dir`` whose audio is still on disk with the journaled sha256."""
     resume_dir = Path(resume_dir)
-    manifest_path = resume_dir / MANIFEST_NAME
-    if not manifest_path.is_file():
-        raise ResumeError(f"vc.resume_from={resume_dir}: no {MANIFEST_NAME} there (give a run directory "
+    journal = resume_dir / JOURNAL_NAME
+    if not journal.is_file():
+        raise ResumeError(f"vc.resume_from={resume_dir}: no {JOURNAL_NAME} there (give a run directory "
                           "results/<run_name>/<stamp>-<id>)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    fingerprints = manifest.get("fingerprints", {})
+    recorded = [e for e in read_events(journal) if e["event"] == "fingerprints"]
+    if not recorded:
+        return {}  # the earlier run stopped before it computed fingerprints, so it generated nothing
+    fingerprints = recorded[-1]
     if fingerprints.get("input") != input_fp:
         raise ResumeError(f"vc.resume_from={resume_dir}: input fingerprint differs ({fingerprints.get('input')} vs "
                           f"{input_fp}): the pairs, their audio or transcripts, the selection or max_samples changed")
     if fingerprints.get("generation") != generation_fp:
-        diff = _differences(manifest.get("generation_fingerprint_fields", {}), generation_fields)
+        diff = _differences(fingerprints.get("generation_fields", {}), generation_fields)
         raise ResumeError(f"vc.resume_from={resume_dir}: generation fingerprint differs; changed: {diff}. Resume only "
                           "with the same seed, request settings and service files")
-    outcomes = final_outcomes(resume_dir / JOURNAL_NAME)
+    outcomes = final_outcomes(journal)
     reusable = {}
     for sample in samples:
         outcome = outcomes.get(sample.sample_id)

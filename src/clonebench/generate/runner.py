@@ -42,9 +42,12 @@ async def generate_samples(samples: list[Sample], adversary: Adversary, http: ht
                                                   endpoint=adversary.client.endpoint_url)
             except AttemptFailed as exc:
                 recorder.failed(sample, exc.error_class, str(exc), len(getattr(exc, "attempts", [])))
-            else:
-                recorder.save_audio(sample, body, info, attempts)
-            progress.update(1)
+                progress.update(1)
+                return
+        # saved outside the semaphore, in a thread: the next request is already on its way while
+        # this WAV is validated, written and fsync'd
+        await asyncio.to_thread(recorder.save_audio, sample, body, info, attempts)
+        progress.update(1)
 
     tasks = [asyncio.create_task(one(s)) for s in samples]
     try:

@@ -58,15 +58,22 @@ class StandinServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}"
 
-    def record(self, path: str, body: bytes, content_type: str | None) -> None:
+    def record(self, path: str, body: bytes, content_type: str | None) -> dict:
+        entry = {"path": path, "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body),
+                 "content_type": content_type, "ts": time.time()}
         with self.received_lock:
-            self.received.append({"path": path, "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body),
-                                  "content_type": content_type, "ts": time.time()})
+            self.received.append(entry)
+        return entry
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: StandinServer
+
+    def setup(self):
+        super().setup()
+        # like uvicorn: no Nagle, else the small last chunk waits for a delayed ACK (~40 ms stalls)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, fmt, *args):  # route http.server's access log to logging
         log.debug("%s " + fmt, self.address_string(), *args)
@@ -95,7 +102,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _json(self, status: int, payload, headers: dict | None = None) -> None:
-        self._send(status, json.dumps(payload).encode(), "application/json", headers)
+        text = json.dumps(payload, default=lambda o: f"<{len(o)} bytes>" if isinstance(o, (bytes, bytearray)) else str(o))
+        self._send(status, text.encode(), "application/json", headers)
 
     def _envelope(self, status: int, message: str | None, headers: dict | None = None) -> None:
         self._json(status, {"statusCode": status, "message": message, "error": HTTPStatus(status).phrase}, headers)
@@ -122,8 +130,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path.startswith("/_standin/"):
                 return self._control(method, path, body)
-            if method == "POST":
-                self.server.record(path, body, self.headers.get("Content-Type"))
+            entry = self.server.record(path, body, self.headers.get("Content-Type")) if method == "POST" else {}
             if path not in ROUTES:
                 return self._envelope(404, None)
             if method not in ROUTES[path]:
@@ -132,7 +139,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self._envelope(401, "Invalid or missing API key")
             if path == "/v1/health":
                 return self._json(200, {"status": "ok"})
+            started = time.perf_counter()
             self._tts(body)
+            entry["handled_s"] = time.perf_counter() - started  # server-side time, for overhead benchmarks
         except HTTPFailure as exc:
             if exc.status == 422:
                 self._json(422, exc.body, exc.headers)

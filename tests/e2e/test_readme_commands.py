@@ -1,0 +1,34 @@
+"""The README's two commands: `make demo` runs the offline demo end to end; `make test` is what CI runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+from tests.conftest import REPO
+
+
+def readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", text, re.S).group(1)
+    return [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_readme_has_exactly_the_two_commands_and_ci_runs_the_test_one():
+    assert readme_commands() == ["make demo", "make test"]
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def test_make_demo_generates_every_pair(tmp_path):
+    result = subprocess.run(["make", "demo", f"DEMO_ARGS=--results {tmp_path}"], cwd=REPO, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = sorted((tmp_path / "demo").glob("2*-*"))
+    assert len(runs) == 1
+    manifest = json.loads((runs[0] / "run_manifest.json").read_text())
+    assert manifest["status"] == "generated" and manifest["counts"] == {"generated": 8}
+    assert manifest["reference_check"]["status"] == "passed"
+    assert len(list((runs[0] / "generated_audio").rglob("*.wav"))) == 8
+    assert (runs[0] / "run_vc.log").is_file() and (runs[0] / ".hydra" / "config.yaml").is_file()
+    assert f"run generated: {runs[0]}" in result.stdout
