@@ -29,7 +29,6 @@ class RunRecorder:
     def __init__(self, run_dir: Path, header: dict[str, Any], manifest_every: int = 25):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(self.run_dir / JOURNAL_NAME)
         self.header = {"schema": SCHEMA, **header, "run_dir": str(self.run_dir), "created_at": time.time()}
         self.status = RunStatus.RUNNING
         self.samples: list[Sample] = []
@@ -41,8 +40,9 @@ class RunRecorder:
         self.finished = False
         self._lock = threading.RLock()  # audio is saved from worker threads
         self._since_write = 0
+        self.write_manifest()  # first, so that a run with a journal always has a manifest too
+        self.journal = Journal(self.run_dir / JOURNAL_NAME)
         self.journal.append("run_start", status=self.status.value, run_name=header.get("run_name"))
-        self.write_manifest()
 
     # -- samples -------------------------------------------------------------------------------
     def set_samples(self, samples: list[Sample]) -> None:
