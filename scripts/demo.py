@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
         server, url = start_standin(Path(tmp) / "url")
         try:
             command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
-                       f"adversary.endpoint_url={url}/v1/tts", "+vc.generate_only=true", *argv]
+                       f"adversary.endpoint_url={url}/v1/tts", *argv]
             return subprocess.run(command, cwd=REPO).returncode
         finally:
             server.terminate()

@@ -60,7 +60,7 @@ def generate_run(tmp_path: Path, data: Path, url: str, *extra: str, run_dir: Pat
                  f"dataset.root_path={data}", f"adversary.endpoint_url={url}/v1/tts", "+vc.generate_only=true",
                  "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", *extra]
     cfg = compose("demo", overrides)
-    return run(cfg, run_dir, "configs/demo.yaml (test)"), run_dir
+    return run(cfg, run_dir, "configs/demo.yaml (test)").generation, run_dir
 
 
 def load_manifest(run_dir: Path) -> dict:
@@ -83,3 +83,45 @@ def _no_proxy(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     yield
     os.environ.pop("CLONEBENCH_TEST_KEY", None)
+
+
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+CARDS = Path("/usr/share/pocketsphinx/test/data/cards")
+
+
+def sphinx_transcripts(folder: Path, name: str) -> dict[str, str]:
+    """{clip id: transcript} from a pocketsphinx-testdata transcription file."""
+    out = {}
+    for line in (folder / name).read_text().splitlines():
+        if "(" in line:
+            text, _, clip = line.rpartition("(")
+            out[clip.strip(" )")] = text.replace("<s>", "").replace("</s>", "").strip()
+    return out
+
+
+@pytest.fixture(scope="session")
+def human_speech() -> dict:
+    """Real LibriVox speech (one reader) and another speaker's clips, from Debian's pocketsphinx-testdata."""
+    if not LIBRIVOX.is_dir():
+        pytest.fail("pocketsphinx-testdata is missing: run `bash scripts/setup.sh` (apt-get install pocketsphinx-testdata)")
+    librivox = sphinx_transcripts(LIBRIVOX, "transcription")
+    cards = sphinx_transcripts(CARDS, "cards.transcription")
+    return {"librivox": {LIBRIVOX / f"{k}.wav": v for k, v in sorted(librivox.items())},
+            "cards": {CARDS / f"{k}.wav": v for k, v in sorted(cards.items())}}
+
+
+def score_item(generated: Path, target: Path | None = None, text: str = "", language: str = "EN", sample_id=None):
+    from clonebench.evaluate.base import ScoreItem
+    from clonebench.hashing import sha256_file
+
+    return ScoreItem(sample_id=sample_id or generated.stem, pair_id=generated.stem, speaker_id="s",
+                     generated_path=generated, generated_sha256=sha256_file(generated), target_path=target,
+                     target_sha256=sha256_file(target) if target else "", target_text=text, language=language)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _offline_hub():
+    """Tests never reach a model hub: offline assets only."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    yield

@@ -1,10 +1,11 @@
-"""Entry point behind ``run_vc.py``: settings -> generate phase (-> evaluate phase)."""
+"""Entry point behind ``run_vc.py``: settings -> generate phase -> evaluate phase (each can run alone)."""
 
 from __future__ import annotations
 
 import logging
 import secrets
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -15,6 +16,19 @@ from clonebench.records import RunStatus
 from clonebench.settings import RunSettings, read_settings
 
 log = logging.getLogger("clonebench")
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    generation: RunStatus | None = None
+    evaluation: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        generated = self.generation in (None, RunStatus.GENERATED)
+        evaluated = self.evaluation is None or self.evaluation["status"] == "complete"
+        return generated and evaluated
 
 
 def register_resolvers() -> None:
@@ -30,26 +44,55 @@ def config_container(cfg: DictConfig) -> dict:
     return container
 
 
-def run(cfg: DictConfig, run_dir: Path, source: str) -> RunStatus:
-    settings: RunSettings = read_settings(cfg, source)
-    if not settings.vc.generate_only:
-        raise ConfigError(f"{source}: the evaluate phase is not part of this version; pass +vc.generate_only=true")
-    from clonebench.generate.phase import run_generation
+def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
+    from clonebench.evaluate.inputs import source_run_dir
+    from clonebench.evaluate.phase import run_evaluation
+    from clonebench.generate.phase import load_samples, run_generation
 
-    header = {"run_name": settings.run_name, "phase": "generate", "config_source": source,
+    settings: RunSettings = read_settings(cfg, source)
+    phase = "evaluate" if settings.vc.evaluate_only else "generate" if settings.vc.generate_only else "generate+evaluate"
+    header = {"run_name": settings.run_name, "phase": phase, "config_source": source,
               "config": config_container(cfg), "provenance": environment_provenance()}
+    result = RunResult(run_dir)
+    if settings.vc.evaluate_only:
+        if settings.evaluation.generated_audio_dir is None:
+            raise ConfigError(f"{source}: +vc.evaluate_only=true needs +vc.evaluation.generated_audio_dir="
+                              "results/<run>/<stamp>-<id>/generated_audio")
+        source_run = source_run_dir(settings.evaluation.generated_audio_dir)
+        result.evaluation = run_evaluation(settings, run_dir, source_run, load_samples(settings), header)
+        return result
     recorder = run_generation(settings, run_dir, header)
-    return recorder.status
+    result.generation = recorder.status
+    if not settings.vc.generate_only and recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL):
+        result.evaluation = run_evaluation(settings, run_dir, run_dir, recorder.samples, header)
+    return result
+
+
+def results_table(metrics: dict) -> str:
+    lines = [f"{'metric':<12} {'mean':>9} {'95% CI':>21} {'n':>7}"]
+    for name, entry in metrics["metrics"].items():
+        mean = "-" if entry["mean"] is None else f"{entry['mean']:.4f}"
+        ci = "-" if not entry["ci"] else f"[{entry['ci'][0]:.4f}, {entry['ci'][1]:.4f}]"
+        lines.append(f"{name:<12} {mean:>9} {ci:>21} {entry['n_valid']:>3}/{entry['n_requested']:<3}")
+        if name == "wer" and entry.get("corpus_wer") is not None:
+            lines.append(f"{'corpus wer':<12} {entry['corpus_wer']:>9.4f}")
+    return "\n".join(lines)
 
 
 def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
-    """Run and turn user-facing errors into one clear log line and exit status 2 (1 for a failed/partial run)."""
+    """Run and turn user-facing errors into one clear line and exit status 2 (1 for a failed/partial run)."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress bar
     try:
-        status = run(cfg, run_dir, source)
+        result = run(cfg, run_dir, source)
     except ClonebenchError as exc:
         log.error("%s", exc)
         print(f"clonebench: error: {exc}", file=sys.stderr)
         return 2
-    print(f"run {status.value}: {run_dir}")
-    return 0 if status == RunStatus.GENERATED else 1
+    if result.generation is not None:
+        print(f"run {result.generation.value}: {run_dir}")
+    if result.evaluation is not None:
+        print(f"evaluation {result.evaluation['status']} on {result.evaluation['device']}: {run_dir}")
+        print(results_table(result.evaluation))
+        for reason in result.evaluation["reasons"][:10]:
+            print(f"  partial: {reason}")
+    return 0 if result.ok else 1

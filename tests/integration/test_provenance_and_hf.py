@@ -67,7 +67,7 @@ def test_hf_dataset_folder(tmp_path, dataset, standin):
     cfg = compose("ots_vc/clean/libritts/fish_audio_s2_ots", [
         f"paths.results_dir={tmp_path / 'results'}", f"dataset.hf_path={tmp_path / 'hf'}",
         f"adversary.endpoint_url={standin.url}/v1/tts", "+vc.generate_only=true", "adversary.max_samples=3"])
-    status = run(cfg, tmp_path / "results" / "hf_run", "test")
+    status = run(cfg, tmp_path / "results" / "hf_run", "test").generation
     manifest = load_manifest(tmp_path / "results" / "hf_run")
     assert status == RunStatus.GENERATED and len(manifest["samples"]) == 3
     assert [s["prompt_sha256"] for s in manifest["samples"]] == [p["prompt_sha256"] for p in pairs[:3]]

@@ -57,9 +57,14 @@ def _generated(events):
     return sum(1 for e in events if e["event"] == "sample" and e["status"] == "generated")
 
 
+def _in_flight(events) -> bool:
+    """A request is on the wire: more attempt starts than ends (audio is saved while the next one is sent)."""
+    return sum(e["event"] == "attempt_start" for e in events) > sum(e["event"] == "attempt_end" for e in events)
+
+
 KILL_POINTS = {
     "before_any_sample": lambda ev: any(e["event"] == "run_start" for e in ev) and _generated(ev) == 0,
-    "mid_attempt": lambda ev: _generated(ev) >= 2 and ev[-1]["event"] == "attempt_start",
+    "mid_attempt": lambda ev: _generated(ev) >= 2 and _in_flight(ev),
     "after_five": lambda ev: _generated(ev) >= 5,
 }
 

@@ -1,24 +1,64 @@
-"""Settings of the evaluate phase (the ``evaluation`` config group)."""
+"""Settings of the evaluate phase (the ``evaluation`` config group plus ``vc.evaluation.*``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from clonebench.config_reader import ConfigReader
 from clonebench.errors import ConfigError
-
-KNOWN_METRICS = ("sim", "sva", "wer", "mcd", "dnsmos", "utmos")
+from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
+from clonebench.evaluate.wer_text import NORMALISATIONS
 
 
 @dataclass(frozen=True)
 class EvaluationSettings:
     metrics: tuple[str, ...]
-    device: str | None
+    device: str | None               # vc.evaluation.device, else evaluation.device; None = auto
+    batch_size: int
+    cpu_threads: int | None          # torch threads for scoring; None = torch's default
+    cache_dir: Path | None
+    bootstrap_resamples: int
+    confidence: float
+    bootstrap_seed: int
+    generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
+    scorer_options: dict[str, dict[str, Any]]
 
 
 def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
     metrics = tuple(str(m) for m in reader.list("evaluation.metrics"))
-    unknown = [m for m in metrics if m not in KNOWN_METRICS]
-    if unknown:
-        raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown}; known: {list(KNOWN_METRICS)}")
-    return EvaluationSettings(metrics=metrics, device=reader.str("evaluation.device", None, allow_none=True))
+    unknown = [m for m in metrics if m not in METRIC_GROUPS]
+    if unknown or not metrics:
+        raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown or '[]'}; known: "
+                          f"{sorted(METRIC_GROUPS)} (UTMOS is not offered: its weights are not available offline)")
+    whisper = {
+        "backend": reader.str("evaluation.whisper.backend", choices=WER_BACKENDS),
+        "model": reader.str("evaluation.whisper.model"),
+        "local_path": reader.path("evaluation.whisper.local_path", None),
+        "sha256": reader.str("evaluation.whisper.sha256", None, allow_none=True),
+        "normalisation": reader.str("evaluation.whisper.normalisation", choices=tuple(NORMALISATIONS)),
+        "compute_type": reader.str("evaluation.whisper.compute_type", "auto"),
+        "allow_hub": reader.bool("evaluation.whisper.allow_hub"),
+    }
+    options = {
+        "ecapa": {"threshold": reader.float("evaluation.ecapa.threshold", minimum=-1.0, maximum=1.0),
+                  "local_dir": reader.path("evaluation.ecapa.local_dir", None),
+                  "allow_hub": reader.bool("evaluation.ecapa.allow_hub")},
+        "whisper": whisper,
+        "mcd": {},
+        "dnsmos": {"local_dir": reader.path("evaluation.dnsmos.local_dir", None)},
+    }
+    vc_device = reader.str("vc.evaluation.device", None, allow_none=True)
+    return EvaluationSettings(
+        metrics=metrics,
+        device=vc_device or reader.str("evaluation.device", None, allow_none=True),
+        batch_size=reader.int("evaluation.batch_size", minimum=1, maximum=1024),
+        cpu_threads=reader.int("evaluation.cpu_threads", None, minimum=1, allow_none=True),
+        cache_dir=reader.path("evaluation.cache_dir", None),
+        bootstrap_resamples=reader.int("evaluation.bootstrap_resamples", minimum=10),
+        confidence=reader.float("evaluation.confidence", minimum=0.5, maximum=0.999),
+        bootstrap_seed=reader.int("evaluation.bootstrap_seed", minimum=0),
+        generated_audio_dir=reader.path("vc.evaluation.generated_audio_dir", None),
+        scorer_options=options,
+    )

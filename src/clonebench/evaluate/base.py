@@ -1,0 +1,92 @@
+"""What a scorer is: metadata (VERSA-style) plus ``score_batch``; and the records it produces."""
+
+from __future__ import annotations
+
+import gc
+import inspect
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from clonebench.hashing import HashCache
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    """One generated WAV to score, with its reference recording and text."""
+
+    sample_id: str
+    pair_id: str
+    speaker_id: str
+    generated_path: Path
+    generated_sha256: str
+    target_path: Path | None
+    target_sha256: str
+    target_text: str
+    language: str
+
+
+@dataclass
+class ScoreRecord:
+    sample_id: str
+    values: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Scorer(ABC):
+    """A model (or algorithm) that yields one or more metrics per generated WAV.
+
+    Metadata: ``metrics`` yielded, whether it needs the reference recording and/or the text, whether
+    it runs on a GPU when one is given, its native sample rate. ``version()`` names everything that
+    decides its numbers (model, normalisation, thresholds, variant); ``assets()`` their files' hashes.
+    """
+
+    name: ClassVar[str]
+    metrics: ClassVar[tuple[str, ...]]
+    needs_reference: ClassVar[bool]
+    needs_text: ClassVar[bool]
+    uses_gpu: ClassVar[bool]
+    sample_rate: ClassVar[int]
+    seed_policy: ClassVar[str] = "deterministic (no sampling)"
+
+    def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):
+        self.options = options
+        self.device = device
+        self.hash_cache = hash_cache
+
+    @abstractmethod
+    def version(self) -> str: ...
+
+    @abstractmethod
+    def load(self) -> None:
+        """Resolve and verify assets, load the model onto ``self.device``."""
+
+    @abstractmethod
+    def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]: ...
+
+    def assets(self) -> list[dict]:
+        return []
+
+    def packages(self) -> tuple[str, ...]:
+        return ("numpy", "soundfile")
+
+    def release(self) -> None:
+        """Drop the model and give its memory back (GPU memory before the next scorer loads)."""
+        for attr in [a for a, v in vars(self).items() if a.startswith("_model")]:
+            setattr(self, attr, None)
+        gc.collect()
+        try:
+            import torch
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass
+
+    @classmethod
+    def source_files(cls) -> list[Path]:
+        return [Path(inspect.getfile(cls)), Path(__file__)]

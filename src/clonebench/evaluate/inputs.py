@@ -1,0 +1,86 @@
+"""What the evaluate phase scores: the generation run's saved WAVs, re-hashed, matched to the dataset's pairs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import soundfile as sf
+
+from clonebench.data.audio import InvalidAudio, validate_wav
+from clonebench.data.identity import input_fingerprint
+from clonebench.errors import ClonebenchError
+from clonebench.evaluate.base import ScoreItem
+from clonebench.generate.journal import JOURNAL_NAME, final_outcomes
+from clonebench.generate.recorder import MANIFEST_NAME
+from clonebench.hashing import sha256_bytes, sha256_file
+from clonebench.records import Sample, SampleOutcome, SampleStatus
+
+
+@dataclass
+class Requested:
+    """One requested sample: its pair, its generation outcome, and its score item or why it has none."""
+
+    sample: Sample
+    outcome: SampleOutcome | None
+    item: ScoreItem | None
+    problem: str | None
+
+
+def source_run_dir(generated_audio_dir: Path) -> Path:
+    """``results/<run>/<stamp>-<id>/generated_audio`` -> the run directory (the folder itself also works)."""
+    path = Path(generated_audio_dir)
+    run = path.parent if path.name == "generated_audio" else path
+    if not (run / MANIFEST_NAME).is_file():
+        raise ClonebenchError(f"vc.evaluation.generated_audio_dir={generated_audio_dir}: no {MANIFEST_NAME} in {run} "
+                              "(give results/<run_name>/<stamp>-<id>/generated_audio of a generation run)")
+    return run
+
+
+def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Requested], dict]:
+    """Match the dataset's samples to the generation run; every WAV is re-hashed and validated before use."""
+    manifest = json.loads((source_run / MANIFEST_NAME).read_text(encoding="utf-8"))
+    recorded = manifest.get("fingerprints", {}).get("input")
+    current = input_fingerprint(samples)
+    if recorded != current:
+        raise ClonebenchError(
+            f"the pairs to score (input fingerprint {current[:16]}...) are not the pairs {source_run} generated "
+            f"({str(recorded)[:16]}...): evaluate with the same dataset.* settings, seed-independent selection "
+            "and adversary.max_samples as the generation run")
+    outcomes = final_outcomes(source_run / JOURNAL_NAME)
+    requested = []
+    for sample in samples:
+        outcome = outcomes.get(sample.sample_id)
+        if outcome is None or outcome.status != SampleStatus.GENERATED:
+            status = outcome.status.value if outcome else "never generated"
+            requested.append(Requested(sample, outcome, None, f"generation {status}"))
+            continue
+        path = source_run / outcome.audio_path
+        problem = None
+        if not path.is_file():
+            problem = f"generated WAV missing: {path}"
+        else:
+            data = path.read_bytes()
+            if sha256_bytes(data) != outcome.audio_sha256:
+                problem = f"generated WAV {path} changed since generation (sha256 differs from the journal)"
+            else:
+                try:
+                    validate_wav(data)
+                except InvalidAudio as exc:
+                    problem = f"generated WAV {path} is invalid: {exc}"
+        item = None if problem else ScoreItem(
+            sample_id=sample.sample_id, pair_id=sample.pair_id, speaker_id=sample.speaker_id, generated_path=path,
+            generated_sha256=outcome.audio_sha256, target_path=sample.target.path, target_sha256=sample.target.sha256,
+            target_text=sample.row.target_text, language=sample.row.target_language)
+        requested.append(Requested(sample, outcome, item, problem))
+    return requested, {"run_dir": str(source_run), "run_manifest_sha256": sha256_file(source_run / MANIFEST_NAME),
+                       "status": manifest.get("status"), "fingerprints": manifest.get("fingerprints"),
+                       "seed": manifest.get("seed"), "seed_policy": manifest.get("seed_policy")}
+
+
+def duration(path: Path | None) -> float | None:
+    if path is None or not Path(path).is_file():
+        return None
+    info = sf.info(str(path))
+    return round(info.frames / info.samplerate, 6)

@@ -1,0 +1,28 @@
+"""Files of an evaluated run: generation_sample_metrics.csv, metrics.json, scoring_manifest.json."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from clonebench.atomic import atomic_write_json, atomic_write_text
+
+COLUMNS = ["sample_id", "pair_id", "speaker_id", "generation_status", "generated_audio", "generated_sha256",
+           "target_audio", "target_sha256", "target_text", "language", "hypothesis", "sim", "sva", "wer",
+           "wer_edits", "wer_ref_words", "wer_substitutions", "wer_deletions", "wer_insertions", "mcd", "dnsmos",
+           "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "generated_duration_s", "target_duration_s",
+           "synthesis_time_s", "errors"]
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in COLUMNS})
+    atomic_write_text(path, buffer.getvalue())
+
+
+def write_json(path: Path, payload: dict) -> None:
+    atomic_write_json(path, payload)

@@ -1,0 +1,31 @@
+"""Scorer registry: metric -> scorer group -> 'module:Class', imported only when a run asks for it."""
+
+from __future__ import annotations
+
+import importlib
+
+SCORERS: dict[str, str] = {
+    "ecapa": "clonebench.evaluate.scorers.ecapa:EcapaScorer",
+    "whisper/openai_whisper": "clonebench.evaluate.scorers.whisper_openai:OpenAIWhisperScorer",
+    "whisper/faster_whisper": "clonebench.evaluate.scorers.whisper_faster:FasterWhisperScorer",
+    "mcd": "clonebench.evaluate.scorers.mcd:MCDScorer",
+    "dnsmos": "clonebench.evaluate.scorers.dnsmos:DNSMOSScorer",
+}
+METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos"}
+WER_BACKENDS = ("openai_whisper", "faster_whisper")
+
+
+def groups_for(metrics: tuple[str, ...]) -> list[str]:
+    """Scorer groups needed for ``metrics``, in first-mentioned order (each loaded once)."""
+    out: list[str] = []
+    for metric in metrics:
+        group = METRIC_GROUPS[metric]
+        if group not in out:
+            out.append(group)
+    return out
+
+
+def scorer_class(group: str, wer_backend: str):
+    key = f"whisper/{wer_backend}" if group == "whisper" else group
+    module_name, _, attr = SCORERS[key].partition(":")
+    return getattr(importlib.import_module(module_name), attr)

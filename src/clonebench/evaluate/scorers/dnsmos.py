@@ -1,0 +1,60 @@
+"""DNSMOS P.835 (SIG/BAK/OVRL, plus P.808) with the ONNX models the ``speechmos`` wheel carries.
+
+The models are sha256-verified and loaded from the verified copy (``speechmos``'s ``DNSMOS`` class with
+explicit paths), at 16 kHz, non-personalised, as ``speechmos.dnsmos.run`` computes them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clonebench.evaluate.assets import ResolvedAsset, release, resolve
+from clonebench.evaluate.audio import load_mono
+from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.locks import DNSMOS
+
+
+class DNSMOSScorer(Scorer):
+    name = "dnsmos"
+    metrics = ("dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808")
+    needs_reference = False
+    needs_text = False
+    uses_gpu = False
+    sample_rate = 16_000
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._model = None
+        self._asset: ResolvedAsset | None = None
+
+    def packages(self) -> tuple[str, ...]:
+        return ("speechmos", "onnxruntime", "librosa", "numpy", "soundfile")
+
+    def version(self) -> str:
+        return f"DNSMOS P.835 sig_bak_ovr.onnx sha256:{DNSMOS.lock['sig_bak_ovr.onnx'][:16]} + P.808, 16 kHz, " \
+               "non-personalised, speechmos polynomial fit; v1"
+
+    def assets(self) -> list[dict]:
+        return [{**DNSMOS.describe(), "source": self._asset.source if self._asset else None}]
+
+    def load(self) -> None:
+        from speechmos.dnsmos import DNSMOS as Model
+
+        self._asset = resolve(DNSMOS, self.options.get("local_dir"), False, self.hash_cache)
+        self._model = Model(str(self._asset.path("sig_bak_ovr.onnx")), str(self._asset.path("model_v8.onnx")))
+
+    def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
+        records = []
+        for item in items:
+            audio = np.clip(load_mono(item.generated_path, self.sample_rate), -1.0, 1.0)
+            out = self._model(audio, self.sample_rate, False)
+            records.append(ScoreRecord(item.sample_id, {
+                "dnsmos": float(out["ovrl_mos"]), "dnsmos_sig": float(out["sig_mos"]),
+                "dnsmos_bak": float(out["bak_mos"]), "dnsmos_p808": float(out["p808_mos"])}))
+        return records
+
+    def release(self) -> None:
+        super().release()
+        if self._asset is not None:
+            release(self._asset)
+            self._asset = None

