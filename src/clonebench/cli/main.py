@@ -12,6 +12,12 @@ SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
     "status": ("clonebench.cli.status", "coverage, statuses and errors of a run directory"),
     "manifest": ("clonebench.cli.manifest_cmd", "sample ids, seeds and input fingerprint of a manifest"),
+    "compare": ("clonebench.cli.compare_cmd", "paired comparison of a run with a historical result set"),
+    "compare-check": ("clonebench.cli.compare_check", "exit 1 unless two runs are comparable"),
+    "report": ("clonebench.cli.report_cmd", "paper table of runs (markdown, LaTeX, CSV)"),
+    "plot": ("clonebench.cli.plot_cmd", "per-speaker SIM and per-utterance WER plots (PNG)"),
+    "doctor": ("clonebench.cli.doctor", "check the installation and print the fix for each problem"),
+    "repeat": ("clonebench.cli.repeat", "re-send a run's first requests; report byte-identical outputs"),
 }
 
 

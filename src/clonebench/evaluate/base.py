@@ -72,6 +72,10 @@ class Scorer(ABC):
     def assets(self) -> list[dict]:
         return []
 
+    @abstractmethod
+    def protocol(self) -> dict[str, Any]:
+        """The few facts that make two scorers' numbers comparable (checked by ``clonebench compare``)."""
+
     def packages(self) -> tuple[str, ...]:
         return ("numpy", "soundfile")
 

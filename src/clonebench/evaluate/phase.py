@@ -39,7 +39,7 @@ def scorer_provenance(scorer: Scorer, batch_size: int) -> dict[str, Any]:
     """Everything that decides a scorer's numbers; its digest is part of every cache key."""
     sources = {str(p.name): hashlib.sha256(p.read_bytes()).hexdigest() for p in scorer.source_files()}
     block = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
-             "version": scorer.version(), "needs_reference": scorer.needs_reference, "needs_text": scorer.needs_text,
+             "version": scorer.version(), "protocol": scorer.protocol(), "needs_reference": scorer.needs_reference, "needs_text": scorer.needs_text,
              "uses_gpu": scorer.uses_gpu, "sample_rate": scorer.sample_rate, "source_sha256": sources,
              "packages": _versions(scorer.packages()),
              "assets": [{k: v for k, v in a.items() if k != "source"} for a in scorer.assets()],

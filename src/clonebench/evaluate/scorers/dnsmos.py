@@ -37,6 +37,9 @@ class DNSMOSScorer(Scorer):
     def assets(self) -> list[dict]:
         return [{**DNSMOS.describe(), "source": self._asset.source if self._asset else None}]
 
+    def protocol(self) -> dict:
+        return {"model": "DNSMOS P.835", "sig_bak_ovr_sha256": DNSMOS.lock["sig_bak_ovr.onnx"], "personalized": False}
+
     def load(self) -> None:
         from speechmos.dnsmos import DNSMOS as Model
 

@@ -51,6 +51,10 @@ class EcapaScorer(Scorer):
         return (f"speechbrain-ecapa {ECAPA.asset_id}@{ECAPA.revision} verify_batch cosine (no embedding norm), "
                 f"sva threshold {self.options['threshold']}, 16 kHz torchaudio resample, channel-mean downmix, v1")
 
+    def protocol(self) -> dict:
+        return {"model": ECAPA.asset_id, "revision": ECAPA.revision, "score": "verify_batch cosine",
+                "threshold": self.options["threshold"]}
+
     def packages(self) -> tuple[str, ...]:
         return ("speechbrain", "torch", "torchaudio", "numpy", "soundfile")
 

@@ -33,6 +33,9 @@ class MCDScorer(Scorer):
         return (f"pymcd Calculate_MCD(MCD_mode='dtw') defaults: sr={probe.SAMPLING_RATE} "
                 f"frame_period={probe.FRAME_PERIOD}ms mcep order=13 alpha=0.65 fft=512 fastdtw euclidean c1..c13; v1")
 
+    def protocol(self) -> dict:
+        return {"implementation": "pymcd", "mode": "dtw", "parameters": "library defaults"}
+
     def load(self) -> None:
         from pymcd.mcd import Calculate_MCD
 

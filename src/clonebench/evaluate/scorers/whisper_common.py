@@ -35,6 +35,13 @@ class WhisperScorer(Scorer):
     @abstractmethod
     def transcribe_batch(self, items: list[ScoreItem]) -> list[str]: ...
 
+    def protocol(self) -> dict:
+        return {"backend": self.backend, "model": self.options["model"], "weights_sha256": self.weights_sha256(),
+                "decoding": DECODING, "normalisation": self.options["normalisation"]}
+
+    @abstractmethod
+    def weights_sha256(self) -> str: ...
+
     def version(self) -> str:
         return (f"{self.model_description()}; {DECODING}; language from the pair; jiwer per utterance after "
                 f"{self.options['normalisation']}; v1")

@@ -37,10 +37,15 @@ class FasterWhisperScorer(WhisperScorer):
             return "float16" if self.device.startswith("cuda") else "float32"
         return chosen
 
+    backend = "faster_whisper"
+
+    def weights_sha256(self) -> str:
+        asset = FASTER_WHISPER.get(self.options["model"])
+        return asset.lock["model.bin"] if asset else self._local_hashes.get("model.bin", "unlocked-local")
+
     def model_description(self) -> str:
         name = self.options["model"]
-        asset = FASTER_WHISPER.get(name)
-        digest = asset.lock["model.bin"] if asset else "unlocked-local"
+        digest = self.weights_sha256()
         return f"faster-whisper {name} model.bin sha256:{digest} compute_type={self.compute_type()}"
 
     def assets(self) -> list[dict]:

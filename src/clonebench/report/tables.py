@@ -1,0 +1,88 @@
+"""Per-sample tables of results: an evaluated run directory, or a plain JSON/CSV table (e.g. a historical file)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clonebench.errors import ClonebenchError
+
+METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
+
+
+@dataclass
+class ResultTable:
+    label: str
+    rows: list[dict]                                     # manifest order
+    protocols: dict[str, dict] = field(default_factory=dict)   # metric -> scorer protocol
+    fingerprints: dict[str, str] = field(default_factory=dict)  # metric -> scorer fingerprint
+    status: str | None = None                            # complete | partial | None (plain table)
+    generation_status: str | None = None
+    seed_policy: str | None = None
+    seed: int | None = None
+    input_fingerprint: str | None = None
+    metrics_summary: dict = field(default_factory=dict)
+    run_dir: Path | None = None
+    notes: list[str] = field(default_factory=list)       # e.g. a historical baseline's limits
+
+    def values(self, metric: str) -> list[float | None]:
+        return [_number(r.get(metric)) for r in self.rows]
+
+
+def _number(value) -> float | None:
+    if value in (None, ""):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def load_run(run_dir: Path) -> ResultTable:
+    """An evaluated run: generation_sample_metrics.csv + scoring_manifest.json (+ its generation run)."""
+    run_dir = Path(run_dir)
+    needed = [run_dir / n for n in ("generation_sample_metrics.csv", "scoring_manifest.json", "metrics.json")]
+    missing = [p.name for p in needed if not p.is_file()]
+    if missing:
+        raise ClonebenchError(f"{run_dir}: not an evaluated run (missing {missing}); run the evaluate phase first")
+    scoring = json.loads(needed[1].read_text())
+    metrics = json.loads(needed[2].read_text())
+    with open(needed[0], newline="", encoding="utf-8") as handle:
+        rows = [dict(r) for r in csv.DictReader(handle)]
+    source = Path(scoring["source_run"]["run_dir"])
+    generation = json.loads((source / "run_manifest.json").read_text()) if (source / "run_manifest.json").is_file() else {}
+    prompts = {s["sample_id"]: s.get("prompt_sha256") for s in generation.get("samples", [])}
+    for row in rows:
+        row["prompt_sha256"] = prompts.get(row["sample_id"])
+    groups = scoring.get("metric_groups", {})
+    protocols = {m: scoring["scorers"][g].get("protocol", {}) for m, g in groups.items() if g in scoring["scorers"]}
+    fingerprints = {m: scoring["scorers"][g]["fingerprint"] for m, g in groups.items() if g in scoring["scorers"]}
+    return ResultTable(label=scoring.get("run_name") or run_dir.name, rows=rows, protocols=protocols,
+                       fingerprints=fingerprints, status=metrics["status"],
+                       generation_status=generation.get("status"), seed_policy=generation.get("seed_policy"),
+                       seed=generation.get("seed"), input_fingerprint=metrics.get("input_fingerprint"),
+                       metrics_summary=metrics["metrics"], run_dir=run_dir)
+
+
+def load_plain(path: Path) -> ResultTable:
+    """A JSON list / object with "pairs" or "rows" / CSV of per-sample rows with pair_id, speaker_id and metrics."""
+    path = Path(path)
+    if path.is_dir():
+        return load_run(path)
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            return ResultTable(label=path.stem, rows=[dict(r) for r in csv.DictReader(handle)])
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    rows = payload if isinstance(payload, list) else payload.get("pairs") or payload.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "pair_id" in r for r in rows):
+        raise ClonebenchError(f"{path}: expected per-sample rows with pair_id (a list, or 'pairs'/'rows')")
+    protocols = {m: s["protocol"] for m, s in payload.get("scorers", {}).items()
+                 if isinstance(s, dict) and "protocol" in s} if isinstance(payload, dict) else {}
+    label = payload.get("name", path.stem) if isinstance(payload, dict) else path.stem
+    meta = payload if isinstance(payload, dict) else {}
+    return ResultTable(label=label, rows=rows, protocols=protocols, notes=list(meta.get("limits", [])),
+                       seed_policy="unseeded" if "seed" in meta and meta["seed"] is None else None)
