@@ -1,0 +1,89 @@
+"""s2.cpp (GGML port of Fish S2, ``s2 --server``): multipart ``POST /generate``.
+
+Parts: ``text`` (a plain field), ``reference`` (a file part with a filename), ``reference_text``, ``params``
+(JSON: max_new_tokens, temperature, top_p, top_k). It has no seed (mt19937 from random_device) and no
+health route: readiness is a TCP connect plus a ``POST /generate`` without text, which answers 400 and does
+not take the busy lock. 503 means another synthesis is running (transient). The default answer is a 32-bit
+float WAV. s2.cpp silently ignores reference audio it cannot decode, so the reference-sensitivity gate is
+mandatory for it (shared notes, server_protocols.md section 2).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+
+from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput
+from clonebench.config_reader import ConfigReader
+from clonebench.errors import ConfigError, ServerNotReadyError
+
+
+def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> tuple[bytes, str]:
+    """A multipart/form-data body with a fixed boundary derived from nothing random at send time.
+
+    ``fields``: (name, value, filename, content type). Written by hand (not httpx's encoder) so that the
+    request is serialised once and every retry resends the identical bytes, boundary included.
+    """
+    boundary = uuid.uuid4().hex
+    out = bytearray()
+    for name, value, filename, content_type in fields:
+        out += f"--{boundary}\r\n".encode()
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        out += f"Content-Disposition: {disposition}\r\n".encode()
+        if content_type:
+            out += f"Content-Type: {content_type}\r\n".encode()
+        out += b"\r\n" + (value if isinstance(value, bytes) else value.encode("utf-8")) + b"\r\n"
+    out += f"--{boundary}--\r\n".encode()
+    return bytes(out), f"multipart/form-data; boundary={boundary}"
+
+
+class S2CppHTTP(Adversary):
+    protocol = "s2cpp_http"
+
+    @classmethod
+    def read_params(cls, reader: ConfigReader) -> dict[str, Any]:
+        if not reader.bool("adversary.reference_check"):
+            raise ConfigError(f"{reader.source}: adversary.reference_check=false is refused for s2cpp_http: s2.cpp "
+                              "answers 200 with an uncloned voice when it cannot decode the reference")
+        return {
+            "max_new_tokens": reader.int("adversary.max_new_tokens", minimum=1),
+            "temperature": reader.float("adversary.temperature", minimum=0.0),
+            "top_p": reader.float("adversary.top_p", minimum=0.0, maximum=1.0),
+            "top_k": reader.int("adversary.top_k", minimum=0),
+        }
+
+    def seed_policy(self, seed: int | None) -> str:
+        return "not_supported"
+
+    def request_fingerprint_fields(self) -> dict[str, Any]:
+        return {**super().request_fingerprint_fields(), "seed_supported": False}
+
+    def generate_url(self) -> str:
+        return self.client.endpoint_url
+
+    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
+        url = self.generate_url()
+        content, content_type = multipart([("params", "{}", None, None)])
+        try:
+            response = await http.post(url, content=content, headers={"Content-Type": content_type})
+        except httpx.HTTPError as exc:
+            raise ServerNotReadyError(f"s2.cpp server not ready: POST {url} (readiness probe without text) failed: "
+                                      f"{exc!r}. Start `s2 --server` or fix adversary.endpoint_url") from exc
+        if response.status_code != 400:
+            raise ServerNotReadyError(f"s2.cpp server not ready: POST {url} without text answered HTTP "
+                                      f"{response.status_code} {response.text[:200]!r}; expected 400 (missing text)")
+        return {"url": url, "probe": "POST /generate without text", "status_code": 400}
+
+    def prepare(self, item: SynthesisInput) -> PreparedRequest:
+        params = json.dumps({k: self.params[k] for k in ("max_new_tokens", "temperature", "top_p", "top_k")},
+                            sort_keys=True)
+        content, content_type = multipart([
+            ("text", item.text, None, None),
+            ("reference", item.reference_audio, "reference.wav", "audio/wav"),
+            ("reference_text", item.reference_text, None, None),
+            ("params", params, None, None),
+        ])
+        return PreparedRequest("POST", self.generate_url(), content, {"Content-Type": content_type})
