@@ -51,13 +51,14 @@ def compose(config_name: str = "demo", overrides: list[str] | None = None):
         return hydra_compose(config_name=config_name, overrides=overrides or [])
 
 
-def generate_run(tmp_path: Path, data: Path, url: str, *extra: str, run_dir: Path | None = None):
-    """One in-process generate run against ``url``; returns (status, run_dir)."""
+def generate_run(tmp_path: Path, data: Path, url: str, *extra: str, run_dir: Path | None = None,
+                 path: str = "/v1/tts"):
+    """One in-process generate run against ``url`` + ``path``; returns (status, run_dir)."""
     from clonebench.pipeline import run
 
     run_dir = run_dir or tmp_path / "results" / "run"
     overrides = [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
-                 f"dataset.root_path={data}", f"adversary.endpoint_url={url}/v1/tts", "+vc.generate_only=true",
+                 f"dataset.root_path={data}", f"adversary.endpoint_url={url}{path}", "+vc.generate_only=true",
                  "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", *extra]
     cfg = compose("demo", overrides)
     return run(cfg, run_dir, "configs/demo.yaml (test)").generation, run_dir

@@ -106,3 +106,19 @@ def test_doctor(tmp_path):
     broken = subprocess.run([sys.executable, "-m", "clonebench.cli.main", "doctor"], capture_output=True, text=True,
                             env={**env, "PATH": str(tmp_path)}, timeout=300)
     assert broken.returncode == 1 and "fix: apt-get install espeak-ng" in broken.stdout
+
+
+def test_cross_implementation_runs_are_not_comparable_on_seed_policy(runs, tmp_path, demo_dataset, capsys):
+    """The same pairs served by s2.cpp (no seed) and by Fish (seeded): compare-check refuses, report says so."""
+    with running_standin(protocol="s2cpp", max_lifetime=600) as server:
+        cfg = compose("demo", [f"paths.results_dir={tmp_path / 'results'}", "run_name=run_s2cpp",
+                               f"dataset.manifest_filename={demo_dataset / 'metadata.json'}",
+                               f"dataset.root_path={demo_dataset}", "adversary=s2cpp_http",
+                               f"adversary.endpoint_url={server.url}/generate", *COMMON])
+        run(cfg, tmp_path / "results" / "s2cpp", "test")
+    assert cli(["compare-check", str(runs["a"]), str(tmp_path / "results" / "s2cpp")]) == 1
+    out = capsys.readouterr().out
+    assert "seed policy 'not_supported'" in out and "seed policy: per_sample_seed(run_seed+source_index) seed 42 vs " \
+        "not_supported seed 42" in out
+    assert cli(["report", str(runs["a"]), str(tmp_path / "results" / "s2cpp")]) == 0
+    assert "run_s2cpp (no seed)" in capsys.readouterr().out

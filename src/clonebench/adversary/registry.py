@@ -8,6 +8,8 @@ from clonebench.errors import ConfigError
 
 ADVERSARIES: dict[str, str] = {
     "fish_s2_http": "clonebench.adversary.fish_s2_http:FishS2HTTP",
+    "s2cpp_http": "clonebench.adversary.s2cpp_http:S2CppHTTP",
+    "openai_speech": "clonebench.adversary.openai_speech:OpenAISpeech",
 }
 
 

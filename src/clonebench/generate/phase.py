@@ -85,8 +85,10 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
                                          client.service_codec_checkpoint_path, cache)
         finally:
             cache.close()
-        fields = {**adversary.request_fingerprint_fields(), "seed": settings.seed,
-                  "seed_policy": adversary.seed_policy(settings.seed),
+        seed_policy = adversary.seed_policy(settings.seed)
+        recorder.seeds_sent = seed_policy != "not_supported"
+        fields = {**adversary.request_fingerprint_fields(), "seed": settings.seed if recorder.seeds_sent else None,
+                  "seed_policy": seed_policy,
                   "service": {k: (v or {}).get("sha256") for k, v in service.items()}}
         input_fp, generation_fp = input_fingerprint(samples), digest(fields)
         recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)

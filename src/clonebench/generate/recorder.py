@@ -38,6 +38,7 @@ class RunRecorder:
         self.extra: dict[str, Any] = {}
         self.manifest_every = manifest_every
         self.finished = False
+        self.seeds_sent = True  # False for servers without a seed (s2.cpp): rows then show no seed
         self._lock = threading.RLock()  # audio is saved from worker threads
         self._since_write = 0
         self.write_manifest()  # first, so that a run with a journal always has a manifest too
@@ -142,7 +143,7 @@ class RunRecorder:
             outcome = self.outcomes[sample.sample_id].as_dict()
             outcome.pop("sample_id", None)
             rows.append({"sample_id": sample.sample_id, "row_number": sample.row_number,
-                         "source_index": sample.row.source_index, "seed": sample.seed,
+                         "source_index": sample.row.source_index, "seed": sample.seed if self.seeds_sent else None,
                          "prompt_sha256": sample.prompt.sha256, "target_sha256": sample.target.sha256,
                          "prompt_file_name": sample.row.prompt_file_name,
                          "target_file_name": sample.row.target_file_name, **outcome})

@@ -11,6 +11,8 @@ from clonebench.adversary.base import Adversary, SynthesisInput
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
 from clonebench.errors import ReferenceIgnoredError
 from clonebench.generate.recorder import RunRecorder
+from clonebench.data.audio import inspect_wav, to_mono
+from clonebench.data.voice_features import profile, voice_distance
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Sample
 
@@ -59,44 +61,68 @@ async def generate_samples(samples: list[Sample], adversary: Adversary, http: ht
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def pick_reference_pair(samples: list[Sample]) -> tuple[Sample, Sample] | None:
-    """Two samples with different prompt audio, from different speakers where possible."""
+def pick_reference_pair(samples: list[Sample], speakers_must_differ: bool = False) -> tuple[Sample, Sample] | None:
+    """Two samples with different prompt audio, from different speakers where possible (or required)."""
     first = samples[0]
     others = [s for s in samples[1:] if s.prompt.sha256 != first.prompt.sha256]
-    if not others:
-        return None
     different_speaker = [s for s in others if s.speaker_id != first.speaker_id]
-    return first, (different_speaker or others)[0]
+    chosen = different_speaker if speakers_must_differ else (different_speaker or others)
+    return (first, chosen[0]) if chosen else None
+
+
+async def _gate_send(sample: Sample, adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
+                     recorder: RunRecorder, seed: int | None) -> bytes:
+    item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
+                          reference_audio=sample.prompt.read_bytes(), reference_text=sample.row.prompt_text, seed=seed)
+    on_start, on_end = _journal_hooks(recorder, sample.sample_id, "reference_check")
+    body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end,
+                            endpoint=adversary.client.endpoint_url)
+    return body
+
+
+def _voice(body: bytes) -> tuple[float | None, float]:
+    info, samples = inspect_wav(body)
+    return profile(to_mono(samples), info.sample_rate)
 
 
 async def reference_check(samples: list[Sample], adversary: Adversary, http: httpx.AsyncClient,
                           policy: RetryPolicy, recorder: RunRecorder, seed: int | None) -> dict:
-    """Synthesize one text with two different references; identical audio means the reference is ignored.
+    """Synthesize one text with two different references; a server that ignores the reference is refused.
 
-    A fixed seed is sent (the run seed, or 0 for an unseeded run) so that sampling noise cannot make
-    two unconditioned outputs differ.
+    With a seed (the run's, or 0 for an unseeded run) the two outputs must differ in bytes. A server that
+    takes no seed (s2.cpp) differs on every request anyway, so there the reference A is sent twice and B
+    once, and the voice distance (median F0 and spectral centroid) between A and B must clearly exceed the
+    distance between the two A outputs (more than twice, and above 0.1).
     """
-    pair = pick_reference_pair(samples)
+    unseeded = adversary.seed_policy(seed) == "not_supported"
+    pair = pick_reference_pair(samples, speakers_must_differ=unseeded)
     if pair is None:
+        if unseeded:
+            raise ReferenceIgnoredError(
+                f"the reference check is mandatory for {adversary.protocol} and, without a seed, compares two "
+                "speakers' voices, but the selected pairs have one speaker: select pairs of at least two speakers")
         return {"status": "skipped", "reason": "the selected pairs have only one distinct reference recording"}
-    check_seed = seed if seed is not None else 0
-    digests = []
-    for sample in pair:
-        item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
-                              reference_audio=sample.prompt.read_bytes(), reference_text=sample.row.prompt_text,
-                              seed=check_seed)
-        on_start, on_end = _journal_hooks(recorder, sample.sample_id, "reference_check")
-        body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end,
-                                endpoint=adversary.client.endpoint_url)
-        digests.append(sha256_bytes(body))
-    result = {"status": "passed" if digests[0] != digests[1] else "failed", "seed": check_seed,
-              "text": REFERENCE_CHECK_TEXT, "references": [s.prompt.sha256 for s in pair],
-              "pairs": [s.pair_id for s in pair], "output_sha256": digests}
-    if digests[0] == digests[1]:
+    base = {"text": REFERENCE_CHECK_TEXT, "references": [s.prompt.sha256 for s in pair], "pairs": [s.pair_id for s in pair]}
+    if unseeded:
+        first, again, other = [await _gate_send(s, adversary, http, policy, recorder, None)
+                               for s in (pair[0], pair[0], pair[1])]
+        same = voice_distance(_voice(first), _voice(again))
+        different = voice_distance(_voice(first), _voice(other))
+        passed = different > max(2.0 * same, 0.1)
+        result = {**base, "status": "passed" if passed else "failed", "method": "voice distance (no seed)",
+                  "same_reference_distance": round(same, 4), "different_reference_distance": round(different, 4)}
+        detail = f"voice distance between the references' outputs {different:.3f} vs {same:.3f} for one reference twice"
+    else:
+        check_seed = seed if seed is not None else 0
+        digests = [sha256_bytes(await _gate_send(s, adversary, http, policy, recorder, check_seed)) for s in pair]
+        passed = digests[0] != digests[1]
+        result = {**base, "status": "passed" if passed else "failed", "method": "byte comparison (seeded)",
+                  "seed": check_seed, "output_sha256": digests}
+        detail = f"byte-identical audio (sha256 {digests[0][:16]}...)"
+    if not passed:
         raise ReferenceIgnoredError(
-            f"reference check failed: two different references ({pair[0].pair_id}, {pair[1].pair_id}) gave "
-            f"byte-identical audio (sha256 {digests[0][:16]}...): the server ignores the reference audio (e.g. an "
-            "empty reference_id folder, or s2.cpp dropping audio it cannot decode). Fix the server; "
-            "adversary.reference_check=false skips this gate at your own risk"
-        )
+            f"reference check failed: two different references ({pair[0].pair_id}, {pair[1].pair_id}) gave {detail}: "
+            "the server ignores the reference audio (e.g. an empty reference_id folder, or s2.cpp dropping audio it "
+            "cannot decode). Fix the server; adversary.reference_check=false skips this gate at your own risk "
+            "(not allowed for s2cpp_http)")
     return result

@@ -18,7 +18,8 @@ PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mcd": "MCD", "sva": "SVA"}  # the pap
 def run_rows(tables: list[ResultTable]) -> list[dict]:
     rows = []
     for table in tables:
-        label = table.label + (" (partial)" if table.status != "complete" else "")
+        label = table.label + (" (partial)" if table.status != "complete" else "") \
+            + (" (no seed)" if table.seed_policy == "not_supported" else "")
         row = {"name": label, "source": "run", "cells": {}}
         for key, _, _ in COLUMNS:
             entry = table.metrics_summary.get(key)

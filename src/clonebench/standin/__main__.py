@@ -18,6 +18,8 @@ from clonebench.standin.server import StandinServer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clonebench.standin", description=__doc__)
     parser.add_argument("--listen", default="127.0.0.1:0", help="loopback host:port (port 0 = any free port)")
+    parser.add_argument("--protocol", choices=("fish", "s2cpp", "openai"), default="fish",
+                        help="Fish api_server (/v1/tts), s2.cpp (/generate) or OpenAI speech (/v1/audio/speech)")
     parser.add_argument("--api-key-env", help="environment variable holding the Bearer key to require")
     parser.add_argument("--latency", type=float, default=0.0, help="fixed extra seconds per synthesis")
     parser.add_argument("--parallel", action="store_true", help="synthesize requests concurrently (Fish does not)")
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.api_key_env and not api_key:
         parser.error(f"--api-key-env {args.api_key_env}: that variable is not set")
     server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
-                           serial=not args.parallel, references_dir=args.references_dir)
+                           serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol)
     if args.faults:
         server.faults.add(json.loads(args.faults))
     if args.sticky_fault:
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     if args.port_file:
         atomic_write_text(args.port_file, server.url + "\n")
-    print(f"stand-in Fish server (eSpeak NG, not a cloning model) listening on {server.url}", flush=True)
+    print(f"stand-in {args.protocol} server (eSpeak NG, not a cloning model) listening on {server.url}", flush=True)
     try:
         server.serve_forever(poll_interval=0.1)
     except KeyboardInterrupt:

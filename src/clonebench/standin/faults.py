@@ -9,6 +9,7 @@ Kinds:
 - ``nan``: 200 with a float WAV that holds NaN samples;
 - ``ignore_reference``: synthesize in a fixed voice, as a server with an empty reference folder does;
 - ``wav_truncated_header``: 200 with a WAV whose data chunk declares more bytes than it has.
+- ``none``: no fault (queue it first to let N requests through, e.g. a reference check's);
 A fault with ``"times": N`` applies to the next N requests.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-KINDS = frozenset({"status", "delay", "reset", "truncate", "not_wav", "nan", "ignore_reference",
+KINDS = frozenset({"none", "status", "delay", "reset", "truncate", "not_wav", "nan", "ignore_reference",
                    "wav_truncated_header"})
 
 

@@ -26,11 +26,14 @@ CHOICES = {"format": ("wav", "pcm", "mp3", "opus"), "latency": ("normal", "balan
 
 
 class HTTPFailure(Exception):
-    """An HTTP error answer: Fish's envelope, or pydantic's list for 422."""
+    """An HTTP error answer. ``raw`` (bytes, with ``content_type``) is sent as is; otherwise a 422 sends ``body``
+    as JSON (pydantic's list) and anything else Fish's envelope."""
 
-    def __init__(self, status: int, message: str | None = None, body: object = None, headers: dict | None = None):
+    def __init__(self, status: int, message: str | None = None, body: object = None, headers: dict | None = None,
+                 raw: bytes | None = None, content_type: str = "application/json"):
         super().__init__(message)
         self.status, self.message, self.body, self.headers = status, message, body, headers or {}
+        self.raw, self.content_type = raw, content_type
 
 
 def media_type(content_type: str | None) -> str:

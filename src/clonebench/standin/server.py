@@ -29,12 +29,13 @@ import numpy as np
 import soundfile as sf
 
 from clonebench.data.audio import InvalidAudio
-from clonebench.standin import voice
+from clonebench.standin import openai_api, s2cpp_api, voice
 from clonebench.standin.faults import FaultPlan
 from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
 
 log = logging.getLogger("clonebench.standin")
 ROUTES = {"/v1/health": ("GET", "POST"), "/v1/tts": ("POST",)}
+PROTOCOL_ROUTES = {"fish": ROUTES, "s2cpp": s2cpp_api.ROUTES, "openai": openai_api.ROUTES}
 AUDIO_EXTENSIONS = (".mp3", ".wav", ".flac", ".ogg", ".m4a", ".wma", ".aac", ".aiff", ".aif", ".aifc")
 
 
@@ -43,7 +44,10 @@ class StandinServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], api_key: str | None = None, latency: float = 0.0,
-                 serial: bool = True, references_dir: Path | None = None):
+                 serial: bool = True, references_dir: Path | None = None, protocol: str = "fish"):
+        if protocol not in PROTOCOL_ROUTES:
+            raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOL_ROUTES)}")
+        self.protocol = protocol
         if not ipaddress.ip_address(socket.gethostbyname(address[0])).is_loopback:
             raise ValueError(f"the stand-in listens on loopback only, not {address[0]}")
         super().__init__(address, Handler)
@@ -124,29 +128,42 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self._route("DELETE")
 
+    def _fail(self, exc: HTTPFailure) -> None:
+        if exc.raw is not None:
+            self._send(exc.status, exc.raw, exc.content_type, exc.headers)
+        elif exc.status == 422:
+            self._json(422, exc.body, exc.headers)
+        else:
+            self._envelope(exc.status, exc.message, exc.headers)
+
     def _route(self, method: str) -> None:
         path = self.path.split("?")[0]
         body = self._read_body() if method in ("POST", "DELETE") else b""
+        protocol = self.server.protocol
         try:
             if path.startswith("/_standin/"):
                 return self._control(method, path, body)
             entry = self.server.record(path, body, self.headers.get("Content-Type")) if method == "POST" else {}
-            if path not in ROUTES:
-                return self._envelope(404, None)
-            if method not in ROUTES[path]:
-                return self._envelope(405, None, {"Allow": ", ".join(ROUTES[path])})
-            if self.server.api_key and self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
-                return self._envelope(401, "Invalid or missing API key")
-            if path == "/v1/health":
+            routes = PROTOCOL_ROUTES[protocol]
+            if path not in routes:
+                raise {"fish": HTTPFailure(404), "s2cpp": s2cpp_api.not_found(),
+                       "openai": openai_api.error(404, f"Not Found: {path}")}[protocol]
+            if method not in routes[path]:
+                if protocol == "fish":
+                    raise HTTPFailure(405, None, headers={"Allow": ", ".join(routes[path])})
+                raise openai_api.error(405, "Method Not Allowed") if protocol == "openai" else s2cpp_api.not_found()
+            if protocol == "fish" and self.server.api_key and \
+                    self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
+                raise HTTPFailure(401, "Invalid or missing API key")
+            if path in ("/v1/health", "/health"):
                 return self._json(200, {"status": "ok"})
+            if path == "/v1/models":
+                return self._send(200, openai_api.models(), "application/json")
             started = time.perf_counter()
-            self._tts(body)
+            self._synthesis(body)
             entry["handled_s"] = time.perf_counter() - started  # server-side time, for overhead benchmarks
         except HTTPFailure as exc:
-            if exc.status == 422:
-                self._json(422, exc.body, exc.headers)
-            else:
-                self._envelope(exc.status, exc.message, exc.headers)
+            self._fail(exc)
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             log.debug("client went away: %r", exc)
             self.close_connection = True
@@ -173,8 +190,30 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"ok": True})
         return self._envelope(404, None)
 
-    # -- /v1/tts -------------------------------------------------------------------------------
-    def _tts(self, raw: bytes) -> None:
+    # -- synthesis (/v1/tts, /generate, /v1/audio/speech) ----------------------------------------
+    def _parse(self, raw: bytes) -> dict:
+        content_type = self.headers.get("Content-Type")
+        if self.server.protocol == "s2cpp":
+            return s2cpp_api.parse(content_type, raw)
+        if self.server.protocol == "openai":
+            return openai_api.parse(content_type, raw)
+        return validate_tts(parse_body(content_type, raw))
+
+    def _status_fault(self, fault: dict) -> HTTPFailure:
+        code, message = int(fault.get("code", 503)), fault.get("message", "injected fault")
+        headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+        if self.server.protocol == "s2cpp":
+            failure = s2cpp_api.text_error(code, message)
+        elif self.server.protocol == "openai":
+            failure = openai_api.error(code, message)
+        else:
+            failure = HTTPFailure(code, message)
+        failure.headers.update(headers)
+        return failure
+
+    def _synthesis(self, raw: bytes) -> None:
+        if self.server.protocol == "s2cpp" and s2cpp_api.is_probe(self.headers.get("Content-Type"), raw):
+            return self._parse(raw)  # s2.cpp's readiness probe: 400 before any fault or lock
         fault = self.server.faults.next() or {}
         kind = fault.get("kind")
         if kind == "reset":
@@ -182,10 +221,8 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "delay":
             time.sleep(float(fault.get("seconds", 1.0)))
         if kind == "status":
-            code = int(fault.get("code", 503))
-            headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
-            return self._envelope(code, fault.get("message", "injected fault"), headers)
-        request = validate_tts(parse_body(self.headers.get("Content-Type"), raw))
+            raise self._status_fault(fault)
+        request = self._parse(raw)
         if kind == "not_wav":
             return self._send(200, b"<html>upstream proxy error</html>", "audio/wav", chunked=True)
         audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
@@ -193,36 +230,53 @@ class Handler(BaseHTTPRequestHandler):
             audio = _nan_wav()
         if kind == "wav_truncated_header":
             audio = audio[: len(audio) // 2]
-        headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
         if kind == "truncate":
             self.send_response(200)
             self.send_header("Content-Type", "audio/wav")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            half = audio[: len(audio) // 2]
-            self.wfile.write(f"{len(audio):X}\r\n".encode() + half)
+            self.wfile.write(f"{len(audio):X}\r\n".encode() + audio[: len(audio) // 2])
             self.wfile.flush()
             self.close_connection = True  # closed cleanly mid-chunk: the client sees a body cut short
             return self.connection.shutdown(socket.SHUT_WR)
+        if self.server.protocol == "s2cpp":  # a 32-bit float WAV with Content-Length, as s2.cpp answers
+            body = audio if kind in ("nan", "wav_truncated_header") else s2cpp_api.float_wav(audio)
+            return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
+        if self.server.protocol == "openai":
+            body = _pcm_only(audio) if request["format"] == "pcm" else audio
+            return self._send(200, body, "audio/wav" if request["format"] == "wav" else "audio/pcm",
+                              {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
+                               "x-vllm-omni-completion-tokens": str(len(audio) // 2048)})
+        headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
         if request["streaming"]:  # Fish drops the WAV header when streaming: raw s16le
             return self._send(200, _pcm_only(audio), "audio/wav", headers, chunked=True)
         self._send(200, audio, "audio/wav", headers, chunked=True)
 
     def _synthesize(self, request: dict, ignore_reference: bool) -> bytes:
-        if request["format"] in ("pcm", "opus"):
+        if self.server.protocol == "fish" and request["format"] in ("pcm", "opus"):
             raise HTTPFailure(500, "Failed to generate speech")
         references = request["references"]
-        if request["reference_id"] is not None:
+        if request.get("reference_id") is not None:
             references = self._stored_references(request["reference_id"])
         style = dict(voice.DEFAULT_STYLE)
         if references and not ignore_reference:
             try:
                 style = voice.reference_style(references[0]["audio"], references[0]["text"])
             except InvalidAudio as exc:
-                raise HTTPFailure(500, "Failed to generate speech") from exc
-        if self.server.synthesis_lock is None:
+                if not request.get("ignore_bad_reference"):
+                    raise HTTPFailure(500, "Failed to generate speech") from exc
+                log.warning("reference audio cannot be decoded, ignored (as s2.cpp does): %s", exc)
+        lock = self.server.synthesis_lock
+        if lock is None:
             return self._speak(request, style)
-        with self.server.synthesis_lock:  # a Fish worker synthesizes one request at a time
+        if self.server.protocol == "s2cpp":  # one synthesis at a time and no queue: busy is 503
+            if not lock.acquire(blocking=False):
+                raise s2cpp_api.text_error(503, "Server is busy with another synthesis.")
+            try:
+                return self._speak(request, style)
+            finally:
+                lock.release()
+        with lock:  # a Fish worker (and here vLLM) synthesizes one request at a time, queueing the rest
             return self._speak(request, style)
 
     def _speak(self, request: dict, style: dict) -> bytes:

@@ -17,6 +17,7 @@ import soundfile as sf
 from scipy.signal import resample_poly
 
 from clonebench.data.audio import inspect_wav, to_mono
+from clonebench.data.voice_features import median_f0
 
 OUTPUT_RATE = 44_100  # Fish S2's codec rate
 LANGUAGE_VOICES = {"en": "en-us", "de": "de", "fr": "fr", "es": "es", "it": "it", "zh": "cmn", "ja": "ja",
@@ -33,28 +34,6 @@ def espeak_binary() -> str:
     if path is None:
         raise SpeechError("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
     return path
-
-
-def median_f0(samples: np.ndarray, rate: int, fmin: float = 60.0, fmax: float = 400.0) -> float | None:
-    """Median F0 of voiced 40 ms frames by normalised autocorrelation; None if nothing is voiced."""
-    frame, hop = int(0.04 * rate), int(0.02 * rate)
-    if len(samples) < frame:
-        return None
-    lo, hi = int(rate / fmax), int(rate / fmin)
-    energies = np.array([np.sqrt(np.mean(samples[i:i + frame] ** 2)) for i in range(0, len(samples) - frame, hop)])
-    threshold = 0.3 * np.percentile(energies, 90) if len(energies) else 0.0
-    values = []
-    for index, start in enumerate(range(0, len(samples) - frame, hop)):
-        if energies[index] < threshold or energies[index] == 0:
-            continue
-        chunk = samples[start:start + frame] - samples[start:start + frame].mean()
-        corr = np.correlate(chunk, chunk, mode="full")[frame - 1:]
-        if corr[0] <= 0 or hi >= len(corr):
-            continue
-        lag = lo + int(np.argmax(corr[lo:hi]))
-        if corr[lag] / corr[0] > 0.5:
-            values.append(rate / lag)
-    return float(np.median(values)) if values else None
 
 
 def reference_style(reference_wav: bytes, reference_text: str) -> dict:
