@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 
 import httpx
-import numpy as np
 import ormsgpack
 import pytest
-import soundfile as sf
 
 from clonebench.data.audio import validate_wav
 from clonebench.standin import running_standin

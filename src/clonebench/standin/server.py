@@ -25,11 +25,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import numpy as np
-import soundfile as sf
 
 from clonebench.data.audio import InvalidAudio
-from clonebench.standin import openai_api, s2cpp_api, voice
+from clonebench.standin import openai_api, s2cpp_api, voice, wavs
 from clonebench.standin.faults import FaultPlan
 from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
 
@@ -227,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html>upstream proxy error</html>", "audio/wav", chunked=True)
         audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
         if kind == "nan":
-            audio = _nan_wav()
+            audio = wavs.nan_wav()
         if kind == "wav_truncated_header":
             audio = audio[: len(audio) // 2]
         if kind == "truncate":
@@ -243,13 +241,13 @@ class Handler(BaseHTTPRequestHandler):
             body = audio if kind in ("nan", "wav_truncated_header") else s2cpp_api.float_wav(audio)
             return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
         if self.server.protocol == "openai":
-            body = _pcm_only(audio) if request["format"] == "pcm" else audio
+            body = wavs.pcm_only(audio) if request["format"] == "pcm" else audio
             return self._send(200, body, "audio/wav" if request["format"] == "wav" else "audio/pcm",
                               {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
                                "x-vllm-omni-completion-tokens": str(len(audio) // 2048)})
         headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
         if request["streaming"]:  # Fish drops the WAV header when streaming: raw s16le
-            return self._send(200, _pcm_only(audio), "audio/wav", headers, chunked=True)
+            return self._send(200, wavs.pcm_only(audio), "audio/wav", headers, chunked=True)
         self._send(200, audio, "audio/wav", headers, chunked=True)
 
     def _synthesize(self, request: dict, ignore_reference: bool) -> bytes:
@@ -300,20 +298,3 @@ class Handler(BaseHTTPRequestHandler):
             lab = audio.with_suffix(".lab")
             found.append({"audio": audio.read_bytes(), "text": lab.read_text() if lab.exists() else str(lab)})
         return found
-
-
-def _nan_wav() -> bytes:
-    import io
-
-    samples = np.zeros(4410, dtype=np.float32)
-    samples[100:200] = np.nan
-    out = io.BytesIO()
-    sf.write(out, samples, voice.OUTPUT_RATE, subtype="FLOAT", format="WAV")
-    return out.getvalue()
-
-
-def _pcm_only(wav: bytes) -> bytes:
-    import io
-
-    samples, _ = sf.read(io.BytesIO(wav), dtype="int16")
-    return samples.tobytes()
