@@ -101,8 +101,10 @@ class ConfigReader:
         value = self.str(key, default, allow_none=True)
         return None if value in (None, "") else Path(value).expanduser()
 
-    def list(self, key: str, default: Any = _MISSING) -> list:
+    def list(self, key: str, default: Any = _MISSING, *, allow_none: bool = False) -> list | None:
         value = self._raw(key, default)
+        if value is None and allow_none:
+            return None
         if not isinstance(value, list):
             raise self._fail(key, value, "a list")
         return value

@@ -36,6 +36,8 @@ class ClientSettings:
 
     protocol: str
     endpoint_url: str
+    endpoint_urls: tuple[str, ...]       # every endpoint of the model; (endpoint_url,) unless several are given
+    endpoint_eject_after: int
     api_key_env: str | None
     timeout: float
     request_attempts: int
@@ -107,11 +109,16 @@ def read_dataset(reader: ConfigReader) -> DatasetSettings:
 
 def read_client(reader: ConfigReader) -> ClientSettings:
     endpoint = reader.str("adversary.endpoint_url")
-    if not endpoint.startswith(("http://", "https://")):
-        raise ConfigError(f"{reader.source}: adversary.endpoint_url={endpoint!r} must be an http(s) URL")
+    several = reader.list("adversary.endpoint_urls", None, allow_none=True)
+    urls = tuple(str(u) for u in several) if several else (endpoint,)
+    for key, url in [("adversary.endpoint_url", endpoint)] + [("adversary.endpoint_urls", u) for u in urls]:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{reader.source}: {key} has {url!r}; every endpoint must be an http(s) URL")
     return ClientSettings(
         protocol=reader.str("adversary.protocol"),
-        endpoint_url=endpoint,
+        endpoint_url=urls[0],
+        endpoint_urls=urls,
+        endpoint_eject_after=reader.int("adversary.endpoint_eject_after", 3, minimum=1),
         api_key_env=reader.str("adversary.api_key_env", None, allow_none=True),
         timeout=reader.float("adversary.timeout", minimum=0.001),
         request_attempts=reader.int("adversary.request_attempts", minimum=1, maximum=100),

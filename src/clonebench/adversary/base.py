@@ -52,8 +52,8 @@ class Adversary(ABC):
         """Read and validate this protocol's own config keys."""
 
     @abstractmethod
-    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
-        """Probe the server; raise ServerNotReadyError naming the URL and what came back."""
+    async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
+        """Probe the server behind ``endpoint_url``; raise ServerNotReadyError naming the URL and what came back."""
 
     @abstractmethod
     def prepare(self, item: SynthesisInput) -> PreparedRequest:

@@ -46,8 +46,8 @@ class FishS2HTTP(Adversary):
         fields.pop("body_format")  # msgpack and JSON carry the same request
         return fields
 
-    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
-        url = health_url(self.client.endpoint_url)
+    async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
+        url = health_url(endpoint_url)
         try:
             response = await http.get(url)
         except httpx.HTTPError as exc:

@@ -41,8 +41,8 @@ class OpenAISpeech(Adversary):
             "max_new_tokens": reader.int("adversary.max_new_tokens", minimum=1, maximum=4096),
         }
 
-    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
-        root = server_root(self.client.endpoint_url)
+    async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
+        root = server_root(endpoint_url)
         seen = []
         for path in ("health", "v1/models"):
             url = str(root.join(path))

@@ -61,11 +61,8 @@ class S2CppHTTP(Adversary):
     def request_fingerprint_fields(self) -> dict[str, Any]:
         return {**super().request_fingerprint_fields(), "seed_supported": False}
 
-    def generate_url(self) -> str:
-        return self.client.endpoint_url
-
-    async def check_ready(self, http: httpx.AsyncClient) -> dict[str, Any]:
-        url = self.generate_url()
+    async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
+        url = endpoint_url
         content, content_type = multipart([("params", "{}", None, None)])
         try:
             response = await http.post(url, content=content, headers={"Content-Type": content_type})
@@ -86,4 +83,4 @@ class S2CppHTTP(Adversary):
             ("reference_text", item.reference_text, None, None),
             ("params", params, None, None),
         ])
-        return PreparedRequest("POST", self.generate_url(), content, {"Content-Type": content_type})
+        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type})

@@ -20,6 +20,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from clonebench.adversary.base import PreparedRequest
+from clonebench.adversary.endpoints import EndpointPool
 from clonebench.data.audio import InvalidAudio, WavInfo, validate_wav
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Attempt
@@ -75,7 +76,8 @@ def _summarise(body: bytes) -> str:
 
 async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt) -> tuple[bytes, WavInfo]:
     try:
-        response = await http.request(request.method, request.url, content=request.content, headers=request.headers)
+        response = await http.request(request.method, attempt.endpoint or request.url, content=request.content,
+                                      headers=request.headers)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
     except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
@@ -105,14 +107,16 @@ async def send(
     policy: RetryPolicy,
     on_start: Callable[[Attempt], None],
     on_end: Callable[[Attempt], None],
-    endpoint: str | None = None,
+    pool: EndpointPool | None = None,
 ) -> tuple[bytes, WavInfo, list[Attempt]]:
     """Send ``request`` until it succeeds, fails permanently, or runs out of attempts.
 
-    Returns the body, its WAV description and every attempt; raises the last AttemptFailed otherwise
-    (with ``.attempts`` set).
+    With a ``pool`` each attempt goes to the endpoint it picks (avoiding the ones that already failed this
+    request). Returns the body, its WAV description and every attempt; raises the last AttemptFailed
+    otherwise (with ``.attempts`` set).
     """
     attempts: list[Attempt] = []
+    failed_endpoints: set[str] = set()
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.attempts),
         wait=policy.wait(),
@@ -122,6 +126,7 @@ async def send(
     try:
         async for attempt_ctx in retrying:
             with attempt_ctx:
+                endpoint = pool.acquire(failed_endpoints) if pool else request.url
                 attempt = Attempt(attempt=len(attempts) + 1, started_at=time.time(), request_bytes=len(request.content),
                                   request_sha256=request.sha256, endpoint=endpoint)
                 attempts.append(attempt)
@@ -139,6 +144,10 @@ async def send(
                 finally:
                     attempt.duration_s = time.perf_counter() - started
                     attempt.ended_at = time.time()
+                    if pool:
+                        pool.release(endpoint, attempt.outcome)
+                        if attempt.outcome != "ok":
+                            failed_endpoints.add(endpoint)
                     on_end(attempt)
                 return body, info, attempts
     except AttemptFailed as exc:

@@ -44,7 +44,7 @@ async def _resend(settings, samples, journaled, repeats):
     policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
     report = []
     async with httpx.AsyncClient(timeout=client.timeout, headers=api_key_headers(client.api_key_env)) as http:
-        await adversary.check_ready(http)
+        await adversary.check_ready(http, client.endpoint_url)
         for sample, outcome in samples:
             request = adversary.prepare(synthesis_input(sample))
             outputs = []

@@ -12,12 +12,13 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+from clonebench.adversary.endpoints import EndpointPool
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.data.hf import build_samples_hf
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.errors import ClonebenchError, ConfigError, ManifestError
+from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ServerNotReadyError
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import reusable_outcomes
 from clonebench.generate.runner import generate_samples, reference_check
@@ -96,7 +97,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
             "fingerprints": {"input": input_fp, "generation": generation_fp},
             "generation_fingerprint_fields": fields,
-            "generation_provenance": {"protocol": adversary.protocol, "endpoint_url": redact_url(client.endpoint_url),
+            "generation_provenance": {"protocol": adversary.protocol,
+                                      "endpoint_urls": [redact_url(u) for u in client.endpoint_urls],
                                       "request": adversary.params, **service},
         })
         reused = {}
@@ -124,20 +126,40 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         signal.signal(signal.SIGTERM, previous)
 
 
+async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool) -> dict:
+    """Readiness of every endpoint; one that fails is taken out (the run fails only when none is ready)."""
+    readiness = {}
+    for url in list(pool.active):
+        try:
+            readiness[redact_url(url)] = await adversary.check_ready(http, url)
+        except ServerNotReadyError as exc:
+            readiness[redact_url(url)] = {"error": str(exc)}
+            if not pool.eject(url, f"not ready: {exc}"):
+                raise
+    return readiness
+
+
 def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
     policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
+    pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
+                        on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
+                                                                             reason=reason))
+    if client.concurrency < len(pool.active):
+        log.warning("%d endpoints but adversary.concurrency=%d: raise it to keep every endpoint busy",
+                    len(pool.active), client.concurrency)
 
     async def main() -> None:
-        limits = httpx.Limits(max_connections=client.concurrency, max_keepalive_connections=client.concurrency)
+        limits = httpx.Limits(max_connections=client.concurrency + len(pool.active),
+                              max_keepalive_connections=client.concurrency + len(pool.active))
         async with httpx.AsyncClient(timeout=_timeout(settings), headers=headers, limits=limits) as http:
-            recorder.extra["readiness"] = await adversary.check_ready(http)
+            recorder.extra["readiness"] = await check_endpoints(adversary, http, pool)
             if client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
                     recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
-                                                                              recorder, settings.seed)
+                                                                              recorder, settings.seed, pool)
                 except ClonebenchError:
                     recorder.extra["reference_check"] = {"status": "failed"}
                     raise
@@ -148,6 +170,8 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
                 recorder.extra["reference_check"] = {"status": "disabled", "key": "adversary.reference_check=false"}
             recorder.write_manifest()
             with tqdm(total=len(samples), initial=len(samples) - len(todo), desc="generate", unit="pair") as progress:
-                await generate_samples(todo, adversary, http, policy, recorder, client.concurrency, progress)
+                await generate_samples(todo, adversary, http, policy, recorder, client.concurrency, progress, pool)
+            recorder.extra["endpoints"] = {"active": [redact_url(u) for u in pool.active],
+                                           "taken_out": {redact_url(u): r for u, r in pool.ejected.items()}}
 
     asyncio.run(main())

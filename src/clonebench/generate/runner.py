@@ -8,6 +8,7 @@ import httpx
 from tqdm import tqdm
 
 from clonebench.adversary.base import Adversary, SynthesisInput
+from clonebench.adversary.endpoints import EndpointPool
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
 from clonebench.errors import ReferenceIgnoredError
 from clonebench.generate.recorder import RunRecorder
@@ -31,7 +32,7 @@ def _journal_hooks(recorder: RunRecorder, sample_id: str | None, purpose: str):
 
 
 async def generate_samples(samples: list[Sample], adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
-                           recorder: RunRecorder, concurrency: int, progress: tqdm) -> None:
+                           recorder: RunRecorder, concurrency: int, progress: tqdm, pool: EndpointPool) -> None:
     semaphore = asyncio.Semaphore(concurrency)
 
     async def one(sample: Sample) -> None:
@@ -40,8 +41,7 @@ async def generate_samples(samples: list[Sample], adversary: Adversary, http: ht
             request = adversary.prepare(synthesis_input(sample))  # serialised once, resent as-is
             on_start, on_end = _journal_hooks(recorder, sample.sample_id, "sample")
             try:
-                body, info, attempts = await send(http, request, policy, on_start, on_end,
-                                                  endpoint=adversary.client.endpoint_url)
+                body, info, attempts = await send(http, request, policy, on_start, on_end, pool)
             except AttemptFailed as exc:
                 recorder.failed(sample, exc.error_class, str(exc), len(getattr(exc, "attempts", [])))
                 progress.update(1)
@@ -71,12 +71,11 @@ def pick_reference_pair(samples: list[Sample], speakers_must_differ: bool = Fals
 
 
 async def _gate_send(sample: Sample, adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
-                     recorder: RunRecorder, seed: int | None) -> bytes:
+                     recorder: RunRecorder, seed: int | None, pool: EndpointPool) -> bytes:
     item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
                           reference_audio=sample.prompt.read_bytes(), reference_text=sample.row.prompt_text, seed=seed)
     on_start, on_end = _journal_hooks(recorder, sample.sample_id, "reference_check")
-    body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end,
-                            endpoint=adversary.client.endpoint_url)
+    body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end, pool)
     return body
 
 
@@ -86,7 +85,7 @@ def _voice(body: bytes) -> tuple[float | None, float]:
 
 
 async def reference_check(samples: list[Sample], adversary: Adversary, http: httpx.AsyncClient,
-                          policy: RetryPolicy, recorder: RunRecorder, seed: int | None) -> dict:
+                          policy: RetryPolicy, recorder: RunRecorder, seed: int | None, pool: EndpointPool) -> dict:
     """Synthesize one text with two different references; a server that ignores the reference is refused.
 
     With a seed (the run's, or 0 for an unseeded run) the two outputs must differ in bytes. A server that
@@ -104,7 +103,7 @@ async def reference_check(samples: list[Sample], adversary: Adversary, http: htt
         return {"status": "skipped", "reason": "the selected pairs have only one distinct reference recording"}
     base = {"text": REFERENCE_CHECK_TEXT, "references": [s.prompt.sha256 for s in pair], "pairs": [s.pair_id for s in pair]}
     if unseeded:
-        first, again, other = [await _gate_send(s, adversary, http, policy, recorder, None)
+        first, again, other = [await _gate_send(s, adversary, http, policy, recorder, None, pool)
                                for s in (pair[0], pair[0], pair[1])]
         same = voice_distance(_voice(first), _voice(again))
         different = voice_distance(_voice(first), _voice(other))
@@ -114,7 +113,7 @@ async def reference_check(samples: list[Sample], adversary: Adversary, http: htt
         detail = f"voice distance between the references' outputs {different:.3f} vs {same:.3f} for one reference twice"
     else:
         check_seed = seed if seed is not None else 0
-        digests = [sha256_bytes(await _gate_send(s, adversary, http, policy, recorder, check_seed)) for s in pair]
+        digests = [sha256_bytes(await _gate_send(s, adversary, http, policy, recorder, check_seed, pool)) for s in pair]
         passed = digests[0] != digests[1]
         result = {**base, "status": "passed" if passed else "failed", "method": "byte comparison (seeded)",
                   "seed": check_seed, "output_sha256": digests}
