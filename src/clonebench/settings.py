@@ -56,6 +56,8 @@ class VCSettings:
     generate_only: bool
     evaluate_only: bool
     resume_from: Path | None
+    shard_index: int = 0
+    shard_count: int = 1
 
 
 @dataclass(frozen=True)
@@ -156,10 +158,15 @@ def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
             generate_only=reader.bool("vc.generate_only", False),
             evaluate_only=reader.bool("vc.evaluate_only", False),
             resume_from=reader.path("vc.resume_from", None),
+            shard_index=reader.int("vc.shard.index", 0, minimum=0),
+            shard_count=reader.int("vc.shard.count", 1, minimum=1),
         ),
         adversary_params=params,
         evaluation=read_evaluation(reader),
     )
+    if settings.vc.shard_index >= settings.vc.shard_count:
+        raise ConfigError(f"{source}: vc.shard.index={settings.vc.shard_index} must be below vc.shard.count="
+                          f"{settings.vc.shard_count} (e.g. vc.shard.count=8 'vc.shard.index=range(0,8)' with -m)")
     if settings.vc.generate_only and settings.vc.evaluate_only:
         raise ConfigError(f"{source}: +vc.generate_only=true and +vc.evaluate_only=true exclude each other")
     if check_unread:

@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "plot": ("clonebench.cli.plot_cmd", "per-speaker SIM and per-utterance WER plots (PNG)"),
     "doctor": ("clonebench.cli.doctor", "check the installation and print the fix for each problem"),
     "repeat": ("clonebench.cli.repeat", "re-send a run's first requests; report byte-identical outputs"),
+    "merge": ("clonebench.cli.merge_cmd", "merge a sweep's shard runs into one run"),
 }
 
 

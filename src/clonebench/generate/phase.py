@@ -30,12 +30,25 @@ from clonebench.settings import RunSettings
 log = logging.getLogger(__name__)
 
 
-def load_samples(settings: RunSettings) -> list[Sample]:
+def shard_of(sample_id: str, count: int) -> int:
+    """The shard a sample belongs to: stable when samples are added (it depends on the sample alone)."""
+    return int(sample_id[:16], 16) % count
+
+
+def load_all_samples(settings: RunSettings) -> list[Sample]:
+    """Every selected pair, all shards together."""
     ds = settings.dataset
     selection = Selection(ds.manifest_variant, ds.speaker_id, settings.client.max_samples)
     if ds.use_hf_dataset:
         return build_samples_hf(ds.hf_path, ds.hf_config, ds.hf_split, ds.hf_audio_columns, selection, settings.seed)
     return build_samples(ds.manifest_filename, ds.root_path, selection, settings.seed)
+
+
+def load_samples(settings: RunSettings) -> list[Sample]:
+    """This job's pairs: the selection, narrowed to shard ``vc.shard.index`` of ``vc.shard.count``."""
+    samples = load_all_samples(settings)
+    count, index = settings.vc.shard_count, settings.vc.shard_index
+    return samples if count == 1 else [s for s in samples if shard_of(s.sample_id, count) == index]
 
 
 def redact_url(url: str) -> str:
@@ -94,6 +107,7 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         input_fp, generation_fp = input_fingerprint(samples), digest(fields)
         recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
         recorder.extra.update({
+            "shard": {"index": settings.vc.shard_index, "count": settings.vc.shard_count},
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
             "fingerprints": {"input": input_fp, "generation": generation_fp},
             "generation_fingerprint_fields": fields,

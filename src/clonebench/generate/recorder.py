@@ -122,8 +122,8 @@ class RunRecorder:
             self.errors.append(error)
         if status is None:
             generated = sum(o.status == SampleStatus.GENERATED for o in self.outcomes.values())
-            if self.samples and generated == len(self.samples):
-                status = RunStatus.GENERATED
+            if generated == len(self.samples) and (self.samples or not self.input_failures):
+                status = RunStatus.GENERATED  # (an empty shard has nothing to generate)
             else:
                 status = RunStatus.PARTIAL if generated else RunStatus.FAILED
         self.status = status

@@ -1,0 +1,108 @@
+"""Sharding and merging: 1, 2 and 3 shards merge into the same run; gaps and overlaps are refused; Hydra's
+submitit_local and joblib launchers run the shards as a real multirun."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from clonebench.errors import ClonebenchError
+from clonebench.generate.phase import shard_of
+from clonebench.pipeline import run
+from clonebench.report.merge import merge
+from clonebench.standin import running_standin
+
+from tests.conftest import REPO, compose
+
+COMMON = ["adversary.reference_check=false", "evaluation.metrics=[sim]", "evaluation.ecapa.allow_hub=false",
+          "adversary.retry_initial_delay=0.01"]
+# what legitimately differs between merges of separate runs: when things happened and where they were written
+VOLATILE_SAMPLE_FIELDS = ("synthesis_time_s",)
+
+
+def run_shards(tmp, data, url, count, sweep_name):
+    sweep = tmp / sweep_name
+    for index in range(count):
+        cfg = compose("demo", [f"paths.results_dir={tmp / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
+                               f"dataset.root_path={data}", f"adversary.endpoint_url={url}/v1/tts",
+                               f"vc.shard.count={count}", f"vc.shard.index={index}", *COMMON])
+        run(cfg, sweep / str(index), "test")
+    return sweep
+
+
+def comparable(manifest: dict) -> dict:
+    out = json.loads(json.dumps(manifest))
+    for row in out["samples"]:
+        for key in VOLATILE_SAMPLE_FIELDS:
+            row.pop(key, None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory, demo_dataset):
+    tmp = tmp_path_factory.mktemp("shards")
+    with running_standin(max_lifetime=600) as server:
+        return {count: run_shards(tmp, demo_dataset, server.url, count, f"sweep{count}") for count in (1, 2, 3)}
+
+
+def test_shard_membership_is_stable_and_total(demo_dataset):
+    ids = [json.loads((demo_dataset / "metadata.json").read_text())["pairs"][0]]
+    from clonebench.data.identity import sample_id
+    from clonebench.data.manifest import parse_row
+
+    row = parse_row(ids[0], "x", [])
+    assert shard_of(sample_id(row), 3) == int(sample_id(row)[:16], 16) % 3
+
+
+def test_merges_of_1_2_3_shards_are_identical(sweeps):
+    merged = {count: merge(sweep) for count, sweep in sweeps.items()}
+    manifests = {c: comparable(json.loads((d / "run_manifest.json").read_text())) for c, d in merged.items()}
+    assert manifests[1]["status"] == "generated" and len(manifests[1]["samples"]) == 8
+    assert manifests[1] == manifests[2] == manifests[3]
+    metrics = {c: json.loads((d / "metrics.json").read_text()) for c, d in merged.items()}
+    assert metrics[1] == metrics[2] == metrics[3] and metrics[1]["metrics"]["sim"]["n_valid"] == 8
+    csvs = {c: (d / "generation_sample_metrics.csv").read_text().replace(str(d), "<run>") for c, d in merged.items()}
+    assert csvs[2].count("\n") == 9
+    assert len(list((merged[3] / "generated_audio").rglob("*.wav"))) == 8
+    shard_sizes = [len(json.loads((d / "run_manifest.json").read_text())["samples"]) for d in sorted(sweeps[3].iterdir())
+                   if d.name != "merged"]
+    assert sum(shard_sizes) == 8 and len(shard_sizes) == 3
+
+
+def test_missing_and_overlapping_shards_are_refused(sweeps, tmp_path):
+    partial = tmp_path / "partial"
+    shutil.copytree(sweeps[3] / "0", partial / "0")
+    shutil.copytree(sweeps[3] / "1", partial / "1")
+    with pytest.raises(ClonebenchError, match="shards miss"):
+        merge(partial)
+    overlap = tmp_path / "overlap"
+    shutil.copytree(sweeps[2] / "0", overlap / "0")
+    shutil.copytree(sweeps[3] / "0", overlap / "1")
+    shutil.copytree(sweeps[3] / "1", overlap / "2")
+    shutil.copytree(sweeps[3] / "2", overlap / "3")
+    with pytest.raises(ClonebenchError, match="overlapping shards|in both"):
+        merge(overlap)
+
+
+@pytest.mark.parametrize("launcher", ["submitit_local", "joblib"])
+def test_a_real_multirun_with_hydra_launchers(tmp_path, dataset, launcher):
+    with running_standin(max_lifetime=600) as server:
+        command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", "-m", f"hydra/launcher={launcher}",
+                   f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={dataset / 'metadata.json'}",
+                   f"dataset.root_path={dataset}", f"adversary.endpoint_url={server.url}/v1/tts", "+vc.generate_only=true",
+                   "adversary.reference_check=false", "vc.shard.count=2", "vc.shard.index=range(0,2)"]
+        if launcher == "joblib":
+            command.append("hydra.launcher.n_jobs=2")
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                                env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    sweeps = list((tmp_path / "results" / "demo").glob("multirun-*"))
+    assert len(sweeps) == 1
+    merged = merge(sweeps[0])
+    manifest = json.loads((merged / "run_manifest.json").read_text())
+    assert manifest["status"] == "generated" and manifest["counts"] == {"generated": 8}
