@@ -63,7 +63,9 @@ def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
         return result
     recorder = run_generation(settings, run_dir, header)
     result.generation = recorder.status
-    if not settings.vc.generate_only and recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL):
+    if settings.client.measure != "quality":
+        log.info("timing run (adversary.measure=%s): its audio is not scored", settings.client.measure)
+    elif not settings.vc.generate_only and recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL):
         result.evaluation = run_evaluation(settings, run_dir, run_dir, recorder.samples, header)
     return result
 

@@ -109,6 +109,7 @@ class Attempt:
     response_sha256: str | None = None
     retry_after_s: float | None = None
     endpoint: str | None = None
+    ttfb_s: float | None = None  # timing mode: request start to the first body byte, at the client
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -134,6 +135,8 @@ class SampleOutcome:
     error_class: str | None = None
     error: str | None = None
     reused_from: str | None = None
+    ttfb_s: float | None = None   # timing mode only (adversary.measure=ttfb)
+    rtf: float | None = None      # timing mode only: total request time / audio seconds
 
     def as_dict(self) -> dict:
         out = asdict(self)

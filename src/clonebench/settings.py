@@ -49,6 +49,7 @@ class ClientSettings:
     service_code_path: Path | None
     service_checkpoint_path: Path | None
     service_codec_checkpoint_path: Path | None
+    measure: str = "quality"             # quality | ttfb (timing mode: streamed requests, latency figures)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ def read_client(reader: ConfigReader) -> ClientSettings:
         service_code_path=reader.path("adversary.service_code_path", None),
         service_checkpoint_path=reader.path("adversary.service_checkpoint_path", None),
         service_codec_checkpoint_path=reader.path("adversary.service_codec_checkpoint_path", None),
+        measure=reader.str("adversary.measure", "quality", choices=("quality", "ttfb")),
     )
 
 

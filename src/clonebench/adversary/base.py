@@ -6,6 +6,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
@@ -22,6 +23,9 @@ class PreparedRequest:
     url: str
     content: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    # timing mode: read the body as a stream (time to first byte), then turn it into a WAV with ``to_wav``
+    stream: bool = False
+    to_wav: Callable[[bytes], bytes] | None = None
 
     @cached_property
     def sha256(self) -> str:
@@ -64,4 +68,6 @@ class Adversary(ABC):
 
     def request_fingerprint_fields(self) -> dict[str, Any]:
         """What, besides the inputs and the service's files, decides the audio this adversary gets."""
-        return {"protocol": self.protocol, **self.params}
+        return {"protocol": self.protocol, **self.params, "measure": self.client.measure}
+
+    supports_timing: ClassVar[bool] = False

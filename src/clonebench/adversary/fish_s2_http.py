@@ -9,15 +9,31 @@ shared notes, server_protocols.md section 1.
 from __future__ import annotations
 
 import base64
+import io
 import json
 from typing import Any
 
 import httpx
+import numpy as np
 import ormsgpack
+import soundfile as sf
 
+from clonebench.data.audio import InvalidAudio
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput
 from clonebench.config_reader import ConfigReader
 from clonebench.errors import ServerNotReadyError
+
+
+STREAM_RATE = 44_100
+
+
+def pcm16_to_wav(body: bytes) -> bytes:
+    """Fish's streamed body (raw s16le mono at the codec rate) as a WAV file."""
+    if len(body) % 2:
+        raise InvalidAudio(f"streamed body of {len(body)} bytes is not whole 16-bit samples")
+    out = io.BytesIO()
+    sf.write(out, np.frombuffer(body, dtype="<i2"), STREAM_RATE, subtype="PCM_16", format="WAV")
+    return out.getvalue()
 
 
 def health_url(endpoint_url: str) -> str:
@@ -27,6 +43,8 @@ def health_url(endpoint_url: str) -> str:
 
 class FishS2HTTP(Adversary):
     protocol = "fish_s2_http"
+
+    supports_timing = True
 
     @classmethod
     def read_params(cls, reader: ConfigReader) -> dict[str, Any]:
@@ -75,7 +93,7 @@ class FishS2HTTP(Adversary):
             "references": [{"audio": item.reference_audio, "text": item.reference_text}],
             "reference_id": None,
             "format": "wav",
-            "streaming": False,
+            "streaming": self.client.measure == "ttfb",
             "seed": item.seed,
             "max_new_tokens": p["max_new_tokens"],
             "chunk_length": p["chunk_length"],
@@ -91,4 +109,7 @@ class FishS2HTTP(Adversary):
             body["references"] = [{"audio": base64.b64encode(item.reference_audio).decode("ascii"),
                                    "text": item.reference_text}]
             content, content_type = json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json"
+        if self.client.measure == "ttfb":  # streamed: headerless s16le mono 44.1 kHz, wrapped into a WAV here
+            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
+                                   stream=True, to_wav=pcm16_to_wav)
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type})

@@ -74,28 +74,43 @@ def _summarise(body: bytes) -> str:
     return text + ("..." if len(body) > 300 else "")
 
 
+async def _exchange(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt) -> tuple[int, httpx.Headers, bytes]:
+    """Send once; status, headers and body. A streamed request notes the time to its first body byte."""
+    url = attempt.endpoint or request.url
+    if not request.stream:
+        response = await http.request(request.method, url, content=request.content, headers=request.headers)
+        return response.status_code, response.headers, response.content
+    started = time.perf_counter()
+    async with http.stream(request.method, url, content=request.content, headers=request.headers) as response:
+        chunks = []
+        async for chunk in response.aiter_bytes():
+            if chunk and attempt.ttfb_s is None:
+                attempt.ttfb_s = time.perf_counter() - started
+            chunks.append(chunk)
+        return response.status_code, response.headers, b"".join(chunks)
+
+
 async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt) -> tuple[bytes, WavInfo]:
     try:
-        response = await http.request(request.method, attempt.endpoint or request.url, content=request.content,
-                                      headers=request.headers)
+        code, headers, body = await _exchange(http, request, attempt)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
     except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
             httpx.WriteTimeout) as exc:
         raise RetryableFailure("unknown_outcome", type(exc).__name__,
                                f"request sent, response lost: {exc!r}") from exc
-    body = response.content
-    attempt.status_code = response.status_code
+    attempt.status_code = code
     attempt.response_bytes = len(body)
     attempt.response_sha256 = sha256_bytes(body)
-    code = response.status_code
     if code in TRANSIENT_STATUS:
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        retry_after = parse_retry_after(headers.get("retry-after"))
         attempt.retry_after_s = retry_after
         raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code, retry_after)
     if not 200 <= code < 300:
         raise AttemptFailed("permanent", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code)
     try:
+        if request.to_wav is not None:
+            body = request.to_wav(body)
         return body, validate_wav(body)
     except InvalidAudio as exc:
         raise AttemptFailed("permanent", "InvalidAudio", f"HTTP {code} but {exc}", code) from exc

@@ -41,6 +41,9 @@ def source_run_dir(generated_audio_dir: Path) -> Path:
 def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Requested], dict]:
     """Match the dataset's samples to the generation run; every WAV is re-hashed and validated before use."""
     manifest = json.loads((source_run / MANIFEST_NAME).read_text(encoding="utf-8"))
+    if manifest.get("measure", "quality") != "quality":
+        raise ClonebenchError(f"{source_run} is a timing run (adversary.measure={manifest['measure']}): its streamed "
+                              "audio is for latency figures and is never scored; evaluate a quality run")
     recorded = manifest.get("fingerprints", {}).get("input")
     current = input_fingerprint(samples)
     if recorded != current:

@@ -28,6 +28,13 @@ from clonebench.records import RunStatus, Sample
 from clonebench.settings import RunSettings
 
 log = logging.getLogger(__name__)
+TIMING_DEFINITIONS = {
+    "ttfb_s": "client-side: from sending the request to the first byte of the streamed body (network, queueing, "
+              "reference encoding and the first decoding steps)",
+    "synthesis_time_s": "client-side: from sending the request to the last byte of the body (successful attempt)",
+    "duration_s": "seconds of audio received (samples / 44100)",
+    "rtf": "synthesis_time_s / duration_s (below 1: faster than real time)",
+}
 
 
 def shard_of(sample_id: str, count: int) -> int:
@@ -82,7 +89,11 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by the kil
 def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any]) -> RunRecorder:
     """Generate every selected sample into ``run_dir``; returns the recorder with the final status set."""
     client = settings.client
-    adversary = adversary_class(client.protocol)(client, settings.adversary_params)
+    cls = adversary_class(client.protocol)
+    if client.measure == "ttfb" and not cls.supports_timing:
+        raise ConfigError(f"adversary.measure=ttfb is implemented for fish_s2_http (streamed /v1/tts), not "
+                          f"{client.protocol}; use adversary.measure=quality")
+    adversary = cls(client, settings.adversary_params)
     recorder = RunRecorder(run_dir, header)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
@@ -108,6 +119,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
         recorder.extra.update({
             "shard": {"index": settings.vc.shard_index, "count": settings.vc.shard_count},
+            "measure": client.measure,
+            **({"timing_definitions": TIMING_DEFINITIONS} if client.measure == "ttfb" else {}),
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
             "fingerprints": {"input": input_fp, "generation": generation_fp},
             "generation_fingerprint_fields": fields,

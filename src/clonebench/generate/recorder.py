@@ -80,7 +80,9 @@ class RunRecorder:
             sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATED, audio_path=rel,
             audio_sha256=sha256_bytes(body), audio_bytes=len(body), sample_rate=info.sample_rate, frames=info.frames,
             channels=info.channels, duration_s=round(info.duration_s, 6),
-            synthesis_time_s=round(attempts[-1].duration_s or 0.0, 6), attempts=len(attempts)))
+            synthesis_time_s=round(attempts[-1].duration_s or 0.0, 6), attempts=len(attempts),
+            ttfb_s=None if attempts[-1].ttfb_s is None else round(attempts[-1].ttfb_s, 6),
+            rtf=round((attempts[-1].duration_s or 0.0) / info.duration_s, 6) if attempts[-1].ttfb_s is not None else None))
 
     def reuse_audio(self, sample: Sample, previous: SampleOutcome, source_dir: Path) -> None:
         """Bring a verified WAV from an earlier run: hard link where possible, else copy; re-hash the result."""

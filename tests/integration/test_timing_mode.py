@@ -1,0 +1,44 @@
+"""adversary.measure=ttfb: streamed requests with time to first byte, total time, audio seconds and RTF."""
+
+from __future__ import annotations
+
+import pytest
+
+from clonebench.data.audio import validate_wav
+from clonebench.errors import ClonebenchError, ConfigError
+from clonebench.pipeline import run
+from clonebench.records import RunStatus
+from clonebench.standin import running_standin
+
+from tests.conftest import compose, generate_run, load_manifest
+
+
+def test_timing_run_records_latency_figures(tmp_path, dataset):
+    with running_standin(latency=0.3, max_lifetime=300) as server:
+        status, run_dir = generate_run(tmp_path, dataset, server.url, "adversary.measure=ttfb", "adversary.max_samples=3",
+                                       "adversary.reference_check=false")
+        quality_status, quality = generate_run(tmp_path, dataset, server.url, "adversary.max_samples=3",
+                                               "adversary.reference_check=false", run_dir=tmp_path / "results" / "q")
+        streamed = [r for r in server.received if r["path"] == "/v1/tts"]
+    manifest = load_manifest(run_dir)
+    assert status == RunStatus.GENERATED and manifest["measure"] == "ttfb" and "ttfb_s" in manifest["timing_definitions"]
+    for sample in manifest["samples"]:
+        assert 0.3 <= sample["ttfb_s"] <= sample["synthesis_time_s"]
+        assert sample["rtf"] == pytest.approx(sample["synthesis_time_s"] / sample["duration_s"], rel=1e-3)
+        info = validate_wav((run_dir / sample["audio_path"]).read_bytes())
+        assert (info.sample_rate, info.subtype) == (44100, "PCM_16")
+    assert manifest["fingerprints"]["generation"] != load_manifest(quality)["fingerprints"]["generation"]
+    assert all("ttfb_s" not in s for s in load_manifest(quality)["samples"])
+    assert len(streamed) == 6
+    # timing runs are never scored
+    cfg = compose("demo", [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={dataset / 'metadata.json'}",
+                           f"dataset.root_path={dataset}", "adversary.max_samples=3", "+vc.evaluate_only=true",
+                           f"+vc.evaluation.generated_audio_dir={run_dir / 'generated_audio'}"])
+    with pytest.raises(ClonebenchError, match="is a timing run"):
+        run(cfg, tmp_path / "results" / "eval", "test")
+
+
+def test_timing_mode_only_where_implemented(tmp_path, dataset):
+    with pytest.raises(ConfigError, match="measure=ttfb is implemented for fish_s2_http"):
+        generate_run(tmp_path, dataset, "http://127.0.0.1:9", "adversary=openai_speech", "adversary.measure=ttfb",
+                     path="/v1/audio/speech")
