@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from clonebench.data.audio import InvalidAudio, validate_wav
+from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import SEED_MAX, sample_id, sample_seed
 from clonebench.errors import ManifestError
 from clonebench.hashing import sha256_bytes
@@ -154,12 +155,21 @@ def verify_audio(data: bytes, expected: str | None, where: str, field: str, prob
 AudioSource = Callable[[int, PairRow, str, str, list], "AudioRef | None"]
 
 
-def file_audio_source(base: Path) -> AudioSource:
+def file_audio_source(base: Path, checked: AudioCheckCache | None = None) -> AudioSource:
+    """Files under ``base``; with ``checked``, a file unchanged since it was last validated is not read again."""
     def source(number: int, row: PairRow, field: str, where: str, problems: list) -> AudioRef | None:
         name = getattr(row, field)
         expected = row.prompt_sha256 if field == "prompt_file_name" else row.target_sha256
         path = resolve_audio(name, base, where, field, problems)
-        return verify_audio(path.read_bytes(), expected, where, field, problems, path=path) if path else None
+        if path is None:
+            return None
+        known = checked.known_valid(path) if checked else None
+        if known is not None and (expected is None or known == expected.lower()):
+            return AudioRef(label=field, sha256=known, path=path)
+        ref = verify_audio(path.read_bytes(), expected, where, field, problems, path=path)
+        if ref is not None and checked is not None:
+            checked.remember(path, ref.sha256)
+        return ref
     return source
 
 
@@ -224,10 +234,17 @@ def samples_from_rows(
 
 
 def build_samples(manifest: Path, root: Path | None, selection: Selection, run_seed: int | None,
-                  verify_audio_files: bool = True, variant_key: str = "dataset.manifest_variant") -> list[Sample]:
-    """Samples of a manifest file; paths resolve under ``root``, else relative to the manifest's folder."""
+                  verify_audio_files: bool = True, variant_key: str = "dataset.manifest_variant",
+                  checked: AudioCheckCache | None = None) -> list[Sample]:
+    """Samples of a manifest file; paths resolve under ``root``, else relative to the manifest's folder.
+
+    With ``checked``, newly validated files are recorded only once every row has passed.
+    """
     manifest = Path(manifest)
     raw_rows = read_rows(manifest)
     base = Path(root) if root is not None else manifest.parent
-    source = file_audio_source(base) if verify_audio_files else declared_audio_source
-    return samples_from_rows(str(manifest), raw_rows, selection, run_seed, source, variant_key)
+    source = file_audio_source(base, checked) if verify_audio_files else declared_audio_source
+    samples = samples_from_rows(str(manifest), raw_rows, selection, run_seed, source, variant_key)
+    if checked is not None:
+        checked.commit()
+    return samples

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from clonebench.adversary.endpoints import EndpointPool
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
+from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.hf import build_samples_hf
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.manifest import Selection, build_samples
@@ -48,7 +49,11 @@ def load_all_samples(settings: RunSettings) -> list[Sample]:
     selection = Selection(ds.manifest_variant, ds.speaker_id, settings.client.max_samples)
     if ds.use_hf_dataset:
         return build_samples_hf(ds.hf_path, ds.hf_config, ds.hf_split, ds.hf_audio_columns, selection, settings.seed)
-    return build_samples(ds.manifest_filename, ds.root_path, selection, settings.seed)
+    checked = AudioCheckCache(settings.hash_cache)
+    try:
+        return build_samples(ds.manifest_filename, ds.root_path, selection, settings.seed, checked=checked)
+    finally:
+        checked.close()
 
 
 def load_samples(settings: RunSettings) -> list[Sample]:
