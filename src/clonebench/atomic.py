@@ -39,9 +39,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def dumps(payload: Any, rows_key: str = "samples") -> str:
+    """Indented JSON, except that the items of a long ``rows_key`` list go one per line, compact.
+
+    Python's JSON encoder only runs in C without indentation; a 2,000-sample manifest indented throughout is
+    slow to write repeatedly and long to read. One sample a line stays readable and diffable.
+    """
+    rows = payload.get(rows_key) if isinstance(payload, dict) else None
+    if not isinstance(rows, list) or not rows:
+        return json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
+    head = json.dumps({k: v for k, v in payload.items() if k != rows_key}, indent=2, ensure_ascii=False, default=str)
+    body = ",\n    ".join(json.dumps(r, ensure_ascii=False, default=str) for r in rows)
+    opening = "{\n" if head == "{}" else head[:-2] + ",\n"
+    return f'{opening}  "{rows_key}": [\n    {body}\n  ]\n}}\n'
+
+
 def atomic_write_json(path: Path, payload: Any) -> None:
-    text = json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False, default=str) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, dumps(payload).encode("utf-8"))
 
 
 def atomic_write_text(path: Path, text: str) -> None:

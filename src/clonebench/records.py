@@ -139,7 +139,7 @@ class SampleOutcome:
     rtf: float | None = None      # timing mode only: total request time / audio seconds
 
     def as_dict(self) -> dict:
-        out = asdict(self)
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}  # flat: no deep copy needed
         out["status"] = self.status.value
         return {k: v for k, v in out.items() if v is not None}
 

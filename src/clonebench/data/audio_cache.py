@@ -24,9 +24,9 @@ class AudioCheckCache:
 
     @staticmethod
     def _key(path: Path) -> tuple:
-        real = os.path.realpath(path)
-        st = os.stat(real)
-        return real, st.st_size, st.st_mtime_ns, st.st_ino
+        """``path`` must already be resolved (the manifest reader resolves every path)."""
+        st = os.stat(path)
+        return str(path), st.st_size, st.st_mtime_ns, st.st_ino
 
     def known_valid(self, path: Path) -> str | None:
         """The sha256 of ``path`` if it is unchanged since it was validated, else None."""

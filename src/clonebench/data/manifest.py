@@ -118,11 +118,12 @@ def select_rows(rows: list[tuple[int, PairRow]], selection: Selection) -> list[t
 
 
 def resolve_audio(name: str, base: Path, where: str, field: str, problems: list[str]) -> Path | None:
-    """``name`` resolved under ``base``; a path that escapes it (``..``, absolute, symlink) is an error."""
+    """``name`` resolved under ``base`` (itself already resolved); a path that escapes it (``..``, absolute,
+    symlink) is an error."""
     candidate = Path(name)
     full = candidate if candidate.is_absolute() else base / candidate
     real = Path(os.path.realpath(full))
-    real_base = Path(os.path.realpath(base))
+    real_base = base  # resolved once by the caller
     if real != real_base and real_base not in real.parents:
         problems.append(f"{where}: {field} {name!r} resolves to {real}, outside the dataset root {real_base}"
                         " (paths must stay under dataset.root_path)")
@@ -157,10 +158,12 @@ AudioSource = Callable[[int, PairRow, str, str, list], "AudioRef | None"]
 
 def file_audio_source(base: Path, checked: AudioCheckCache | None = None) -> AudioSource:
     """Files under ``base``; with ``checked``, a file unchanged since it was last validated is not read again."""
+    real_base = Path(os.path.realpath(base))
+
     def source(number: int, row: PairRow, field: str, where: str, problems: list) -> AudioRef | None:
         name = getattr(row, field)
         expected = row.prompt_sha256 if field == "prompt_file_name" else row.target_sha256
-        path = resolve_audio(name, base, where, field, problems)
+        path = resolve_audio(name, real_base, where, field, problems)
         if path is None:
             return None
         known = checked.known_valid(path) if checked else None

@@ -8,6 +8,7 @@ deterministic for a given version, so the same version rebuilds byte-identical f
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import soundfile as sf
@@ -47,6 +48,19 @@ def _wav(text: str, voice: str, pitch: int, speed: int) -> bytes:
     out = io.BytesIO()
     sf.write(out, espeak(text, voice, pitch, speed, RATE), RATE, subtype="PCM_16", format="WAV")
     return out.getvalue()
+
+
+def scale_manifest(manifest: Path, pairs: int) -> Path:
+    """A manifest of ``pairs`` rows reusing a built dataset's files (for load, memory and resume benchmarks)."""
+    base = json.loads(Path(manifest).read_text())["pairs"]
+    rows = []
+    for index in range(pairs):
+        row = dict(base[index % len(base)])
+        row.update(pair_id=f"{row['pair_id']}-x{index:05d}", source_row=index, source_index=index)
+        rows.append(row)
+    out = Path(manifest).with_name(f"metadata_{pairs}.json")
+    atomic_write_json(out, {"schema": "clonebench.pairs/v1", "subset": f"espeak_demo_x{pairs}", "pairs": rows})
+    return out
 
 
 def build_demo_dataset(root: Path, pairs_per_speaker: int = 2) -> Path:

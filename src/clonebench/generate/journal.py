@@ -40,11 +40,18 @@ class Journal:
                 handle.flush()
                 os.fsync(handle.fileno())
 
-    def append(self, event: str, **fields) -> None:
+    def append(self, event: str, sync: bool = True, **fields) -> None:
+        """Append one event; ``sync=False`` defers the fsync to the next ``sync()`` (for events that can be
+        re-derived after a crash, such as reused audio)."""
         record = {"event": event, "ts": round(time.time(), 6), **fields}
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             os.write(self._fd, line)
+            if sync:
+                os.fsync(self._fd)
+
+    def sync(self) -> None:
+        with self._lock:
             os.fsync(self._fd)
 
     def close(self) -> None:

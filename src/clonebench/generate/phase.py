@@ -140,6 +140,7 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             for sample in samples:
                 if sample.sample_id in reused:
                     recorder.reuse_audio(sample, reused[sample.sample_id], settings.vc.resume_from)
+            recorder.journal.sync()
         recorder.write_manifest()
         todo = [s for s in samples if s.sample_id not in reused]
         log.info("%d pairs selected, %d reused from an earlier run, %d to generate", len(samples), len(reused), len(todo))

@@ -26,7 +26,7 @@ SCHEMA = "clonebench.run/v1"
 
 
 class RunRecorder:
-    def __init__(self, run_dir: Path, header: dict[str, Any], manifest_every: int = 25):
+    def __init__(self, run_dir: Path, header: dict[str, Any], manifest_every_s: float = 5.0):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.header = {"schema": SCHEMA, **header, "run_dir": str(self.run_dir), "created_at": time.time()}
@@ -36,11 +36,11 @@ class RunRecorder:
         self.input_failures: list[dict] = []
         self.errors: list[str] = []
         self.extra: dict[str, Any] = {}
-        self.manifest_every = manifest_every
+        self.manifest_every_s = manifest_every_s  # the journal has every change; the manifest catches up this often
         self.finished = False
         self.seeds_sent = True  # False for servers without a seed (s2.cpp): rows then show no seed
         self._lock = threading.RLock()  # audio is saved from worker threads
-        self._since_write = 0
+        self._last_write = 0.0
         self.write_manifest()  # first, so that a run with a journal always has a manifest too
         self.journal = Journal(self.run_dir / JOURNAL_NAME)
         self.journal.append("run_start", status=self.status.value, run_name=header.get("run_name"))
@@ -58,14 +58,13 @@ class RunRecorder:
             self.input_failures.append(entry)
             self.journal.append("input", source=label, **entry)
 
-    def _set(self, outcome: SampleOutcome) -> None:
+    def _set(self, outcome: SampleOutcome, sync: bool = True) -> None:
         with self._lock:
             self.outcomes[outcome.sample_id] = outcome
-            self.journal.append("sample", **outcome.as_dict())
-            if outcome.status in (SampleStatus.GENERATED, SampleStatus.GENERATION_FAILED):
-                self._since_write += 1
-                if self._since_write >= self.manifest_every:
-                    self.write_manifest()
+            self.journal.append("sample", sync=sync, **outcome.as_dict())
+            finished = outcome.status in (SampleStatus.GENERATED, SampleStatus.GENERATION_FAILED)
+            if finished and time.monotonic() - self._last_write >= self.manifest_every_s:
+                self.write_manifest()
 
     def generating(self, sample: Sample) -> None:
         self._set(SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATING))
@@ -93,16 +92,16 @@ class RunRecorder:
         if tmp.exists():
             tmp.unlink()
         try:
-            os.link(source, tmp)
+            os.link(source, tmp)  # the same inode: the bytes resume just verified
         except OSError:
             shutil.copyfile(source, tmp)
-        if sha256_file(tmp) != previous.audio_sha256:
-            tmp.unlink()
-            raise ValueError(f"{source} changed while being reused")
+            if sha256_file(tmp) != previous.audio_sha256:
+                tmp.unlink()
+                raise ValueError(f"{source} changed while being copied")
         os.replace(tmp, dest)
         fields = previous.as_dict()
         fields.update(audio_path=rel, reused_from=str(source_dir), attempts=0, status=SampleStatus.GENERATED.value)
-        self._set(SampleOutcome.from_dict(fields))
+        self._set(SampleOutcome.from_dict(fields), sync=False)  # a crash here only means reusing it again
 
     def failed(self, sample: Sample, error_class: str, error: str, attempts: int) -> None:
         self._set(SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATION_FAILED,
@@ -139,7 +138,7 @@ class RunRecorder:
             self._write_manifest(finished)
 
     def _write_manifest(self, finished: bool) -> None:
-        self._since_write = 0
+        self._last_write = time.monotonic()
         rows = []
         for sample in self.samples:
             outcome = self.outcomes[sample.sample_id].as_dict()

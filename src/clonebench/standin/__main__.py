@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key-env", help="environment variable holding the Bearer key to require")
     parser.add_argument("--latency", type=float, default=0.0, help="fixed extra seconds per synthesis")
     parser.add_argument("--parallel", action="store_true", help="synthesize requests concurrently (Fish does not)")
+    parser.add_argument("--tone", action="store_true", help="answer a cheap tone instead of speech (load benchmarks)")
     parser.add_argument("--faults", help="JSON list of faults to queue (see clonebench.standin.faults)")
     parser.add_argument("--sticky-fault", help="JSON fault applied to every request once the queue is empty")
     parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups")
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.api_key_env and not api_key:
         parser.error(f"--api-key-env {args.api_key_env}: that variable is not set")
     server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
-                           serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol)
+                           serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol,
+                           tone=args.tone)
     if args.faults:
         server.faults.add(json.loads(args.faults))
     if args.sticky_fault:
