@@ -9,19 +9,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
 
 
 def start_standin(work: Path, name: str, *flags: str) -> tuple[subprocess.Popen, str]:
-    port_file = work / f"{name}.url"
-    process = subprocess.Popen([sys.executable, "-m", "clonebench.standin", "--port-file", str(port_file),
-                                "--max-lifetime", "3600", *flags], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env=ENV)
-    while not port_file.exists():
-        if process.poll() is not None:
-            raise SystemExit(f"stand-in {name} exited")
-        time.sleep(0.05)
-    return process, port_file.read_text().strip()
+    from clonebench.standin.process import start_process
+
+    return start_process(work / f"{name}.url", *flags)
 
 
 def requests_received(url: str, path: str = "/v1/tts") -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,14 +35,10 @@ def client_overhead(work: Path, pairs_per_speaker: int, latency: float) -> dict:
     from tests.conftest import compose
 
     manifest = build_demo_dataset(work / "data", pairs_per_speaker=pairs_per_speaker)
-    port_file = work / "url"
-    server = subprocess.Popen([sys.executable, "-m", "clonebench.standin", "--latency", str(latency),
-                               "--port-file", str(port_file), "--max-lifetime", "1800"],
-                              stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    from clonebench.standin.process import start_process
+
+    server, url = start_process(work / "url", "--latency", str(latency))
     try:
-        while not port_file.exists():
-            time.sleep(0.05)
-        url = port_file.read_text().strip()
         cfg = compose("demo", [f"paths.results_dir={work / 'results'}", f"dataset.manifest_filename={manifest}",
                                f"dataset.root_path={manifest.parent}", f"adversary.endpoint_url={url}/v1/tts",
                                "+vc.generate_only=true", "adversary.reference_check=false"])

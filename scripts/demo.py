@@ -13,28 +13,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from clonebench.demo.dataset import build_demo_dataset  # noqa: E402
-
-
-def start_standin(port_file: Path) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, "-m", "clonebench.standin", "--listen", "127.0.0.1:0",
-                                "--port-file", str(port_file), "--max-lifetime", "1800"],
-                               env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if port_file.exists() and port_file.read_text().strip():
-            return process, port_file.read_text().strip()
-        if process.poll() is not None:
-            raise SystemExit(f"stand-in server exited with {process.returncode}")
-        time.sleep(0.05)
-    process.kill()
-    raise SystemExit("stand-in server did not start within 60 s")
+from clonebench.standin.process import start_process  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -44,7 +29,7 @@ def main(argv: list[str]) -> int:
     manifest = build_demo_dataset(results / "demo" / "data")
     print(f"demo dataset: {manifest}")
     with tempfile.TemporaryDirectory() as tmp:
-        server, url = start_standin(Path(tmp) / "url")
+        server, url = start_process(Path(tmp) / "url", max_lifetime=1800)
         try:
             command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
                        f"adversary.endpoint_url={url}/v1/tts", *argv]

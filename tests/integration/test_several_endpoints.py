@@ -2,38 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from clonebench.records import RunStatus
+from clonebench.standin.process import start_process
 
-from tests.conftest import REPO, generate_run, journal, load_manifest
-
-
-def start_standin(tmp: Path, name: str, latency: float) -> tuple[subprocess.Popen, str]:
-    port_file = tmp / f"{name}.url"
-    process = subprocess.Popen([sys.executable, "-m", "clonebench.standin", "--latency", str(latency), "--port-file",
-                                str(port_file), "--max-lifetime", "300"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
-    deadline = time.monotonic() + 60
-    while not port_file.exists():
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.05)
-    return process, port_file.read_text().strip()
+from tests.conftest import generate_run, journal, load_manifest
 
 
 @pytest.fixture
 def servers(tmp_path):
-    started = [start_standin(tmp_path, f"s{i}", 0.3) for i in range(3)]
+    started = [start_process(tmp_path / f"s{i}.url", "--latency", "0.3", max_lifetime=300) for i in range(3)]
     yield started
     for process, _ in started:
         process.kill()
