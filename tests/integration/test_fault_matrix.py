@@ -194,3 +194,12 @@ def test_api_key_is_sent_but_never_written(tmp_path, dataset, monkeypatch):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), f"API key leaked into {path}"
     assert load_manifest(run_dir)["config"]["adversary"]["api_key_env"] == "CLONEBENCH_TEST_KEY"
+
+
+def test_credentials_in_an_endpoint_url_never_reach_an_artifact(tmp_path, dataset, standin):
+    url = standin.url.replace("http://", "http://alice:hunter2secret@")
+    status, run_dir = generate_run(tmp_path, dataset, url, "adversary.max_samples=2", "adversary.reference_check=false")
+    assert status == RunStatus.GENERATED
+    for path in run_dir.rglob("*"):
+        if path.is_file() and path.parent.name != ".hydra":  # Hydra's own record of the command line
+            assert b"hunter2secret" not in path.read_bytes(), f"credentials leaked into {path}"

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from clonebench.adversary.endpoints import EndpointPool
+from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.data.audio_cache import AudioCheckCache
@@ -61,11 +61,6 @@ def load_samples(settings: RunSettings) -> list[Sample]:
     samples = load_all_samples(settings)
     count, index = settings.vc.shard_count, settings.vc.shard_index
     return samples if count == 1 else [s for s in samples if shard_of(s.sample_id, count) == index]
-
-
-def redact_url(url: str) -> str:
-    """The URL without user:password, which must not reach an artifact."""
-    return str(httpx.URL(url).copy_with(userinfo=b""))
 
 
 def api_key_headers(api_key_env: str | None) -> dict[str, str]:
@@ -164,10 +159,10 @@ async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool
     readiness = {}
     for url in list(pool.active):
         try:
-            readiness[redact_url(url)] = await adversary.check_ready(http, url)
+            readiness[redact_url(url)] = scrub(await adversary.check_ready(http, url))
         except ServerNotReadyError as exc:
-            readiness[redact_url(url)] = {"error": str(exc)}
-            if not pool.eject(url, f"not ready: {exc}"):
+            readiness[redact_url(url)] = {"error": scrub_credentials(str(exc))}
+            if not pool.eject(url, f"not ready: {scrub_credentials(str(exc))}"):
                 raise
     return readiness
 
