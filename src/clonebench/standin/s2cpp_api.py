@@ -50,16 +50,6 @@ def parts(content_type: str | None, raw: bytes) -> dict[str, tuple[bytes | str, 
     return out
 
 
-def is_probe(content_type: str | None, raw: bytes) -> bool:
-    """A request without a plain ``text`` field: answered 400 without taking the busy lock."""
-    try:
-        fields = parts(content_type, raw)
-    except HTTPFailure:
-        return True
-    text = fields.get("text")
-    return text is None or text[1] is not None or not str(text[0]).strip()
-
-
 def parse(content_type: str | None, raw: bytes) -> dict:
     if len(raw) > MAX_BODY:
         raise text_error(413, "Payload Too Large")

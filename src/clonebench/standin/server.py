@@ -212,8 +212,8 @@ class Handler(BaseHTTPRequestHandler):
         return failure
 
     def _synthesis(self, raw: bytes) -> None:
-        if self.server.protocol == "s2cpp" and s2cpp_api.is_probe(self.headers.get("Content-Type"), raw):
-            return self._parse(raw)  # s2.cpp's readiness probe: 400 before any fault or lock
+        # parsed first: a malformed request (s2.cpp's readiness probe among them) is refused without taking a fault
+        request = self._parse(raw)
         fault = self.server.faults.next() or {}
         kind = fault.get("kind")
         if kind == "reset":
@@ -222,7 +222,6 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(float(fault.get("seconds", 1.0)))
         if kind == "status":
             raise self._status_fault(fault)
-        request = self._parse(raw)
         if kind == "not_wav":
             return self._send(200, b"<html>upstream proxy error</html>", "audio/wav", chunked=True)
         audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
