@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CHUNK = 4 * 1024 * 1024
+# shared with clonebench.data.audio_cache, which records validated input audio in the same file
+FILE_TABLE_SQL = ("CREATE TABLE IF NOT EXISTS file_sha256 (path TEXT, size INTEGER, mtime_ns INTEGER,"
+                  " inode INTEGER, sha256 TEXT, PRIMARY KEY (path, size, mtime_ns, inode))")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -37,10 +40,7 @@ class HashCache:
         if db_path is not None:
             db_path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(db_path, timeout=60)
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS file_sha256 (path TEXT, size INTEGER, mtime_ns INTEGER,"
-                " inode INTEGER, sha256 TEXT, PRIMARY KEY (path, size, mtime_ns, inode))"
-            )
+            self._conn.execute(FILE_TABLE_SQL)
             self._conn.commit()
 
     def sha256(self, path: Path) -> str:

@@ -46,13 +46,15 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def package_versions() -> dict[str, str]:
-    versions = {}
-    for name in TRACKED_PACKAGES:
+def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES, include_missing: bool = False) -> dict[str, str | None]:
+    """Installed versions of ``names``; a missing package is left out, or recorded as None with ``include_missing``."""
+    versions: dict[str, str | None] = {}
+    for name in names:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
-            continue
+            if include_missing:
+                versions[name] = None
     return versions
 
 

@@ -12,6 +12,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from clonebench.hashing import FILE_TABLE_SQL
+
 
 class AudioCheckCache:
     def __init__(self, db_path: Path | None):
@@ -49,8 +51,7 @@ class AudioCheckCache:
             return
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(self.db_path, timeout=60) as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS file_sha256 (path TEXT, size INTEGER, mtime_ns INTEGER,"
-                         " inode INTEGER, sha256 TEXT, PRIMARY KEY (path, size, mtime_ns, inode))")
+            conn.execute(FILE_TABLE_SQL)
             conn.execute("CREATE TABLE IF NOT EXISTS valid_wav (sha256 TEXT PRIMARY KEY)")
             conn.executemany("INSERT OR REPLACE INTO file_sha256 VALUES (?, ?, ?, ?, ?)", self._pending_files)
             conn.executemany("INSERT OR IGNORE INTO valid_wav VALUES (?)", [(s,) for s in self._pending_valid])

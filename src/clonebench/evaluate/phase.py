@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import logging
 import time
 from pathlib import Path
@@ -20,19 +19,10 @@ from clonebench.evaluate.inputs import Requested, duration, load_requested
 from clonebench.evaluate.outputs import write_csv, write_json
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.hashing import HashCache
+from clonebench.provenance import package_versions
 from clonebench.settings import RunSettings
 
 log = logging.getLogger(__name__)
-
-
-def _versions(names: tuple[str, ...]) -> dict[str, str | None]:
-    out = {}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def scorer_provenance(scorer: Scorer, batch_size: int) -> dict[str, Any]:
@@ -41,7 +31,7 @@ def scorer_provenance(scorer: Scorer, batch_size: int) -> dict[str, Any]:
     block = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
              "version": scorer.version(), "protocol": scorer.protocol(), "needs_reference": scorer.needs_reference, "needs_text": scorer.needs_text,
              "uses_gpu": scorer.uses_gpu, "sample_rate": scorer.sample_rate, "source_sha256": sources,
-             "packages": _versions(scorer.packages()),
+             "packages": package_versions(scorer.packages(), include_missing=True),
              "assets": [{k: v for k, v in a.items() if k != "source"} for a in scorer.assets()],
              "seed_policy": scorer.seed_policy + "; torch.manual_seed(0) before scoring",
              "execution": {**execution(scorer.device), "batch_size": batch_size}}
@@ -50,14 +40,14 @@ def scorer_provenance(scorer: Scorer, batch_size: int) -> dict[str, Any]:
     return block
 
 
-def _score(scorer: Scorer, items: list[ScoreItem], batch_size: int) -> list[ScoreRecord]:
+def _score(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
     try:
         return scorer.score_batch(items)
     except Exception as exc:  # isolate the bad item: score one at a time, keep the others
         if len(items) == 1:
             return [ScoreRecord(items[0].sample_id, error=f"{type(exc).__name__}: {exc}")]
         log.warning("%s batch failed (%r); scoring its %d items one at a time", scorer.name, exc, len(items))
-        return [r for item in items for r in _score(scorer, [item], 1)]
+        return [r for item in items for r in _score(scorer, [item])]
 
 
 def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
@@ -84,7 +74,7 @@ def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: 
         with tqdm(total=len(items), initial=len(items) - len(todo), desc=f"score {group}", unit="wav") as bar:
             for start in range(0, len(todo), evaluation.batch_size):
                 batch = todo[start:start + evaluation.batch_size]
-                for item, record in zip(batch, _score(scorer, batch, evaluation.batch_size)):
+                for item, record in zip(batch, _score(scorer, batch)):
                     results[item.sample_id] = record
                     cache.put(group, record_key(fingerprint, item), record, fingerprint)
                 bar.update(len(batch))

@@ -24,6 +24,7 @@ from clonebench.errors import ClonebenchError
 from clonebench.generate.journal import JOURNAL_NAME, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
 from clonebench.hashing import sha256_file
+from clonebench.report.tables import as_number
 
 VOLATILE = ("created_at", "updated_at", "finished_at", "run_dir", "config_source")
 
@@ -144,7 +145,7 @@ def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: P
                     if row["generated_audio"] else ""
                 rows[row["sample_id"]] = row
     ordered = [rows[s.sample_id] for s in everything]
-    numeric = [{k: _number(v) for k, v in r.items()} for r in ordered]
+    numeric = [{k: as_number(v) for k, v in r.items()} for r in ordered]
     evaluation = settings.evaluation
     summary = summarise(numeric, list(evaluation.metrics), len(ordered), evaluation.bootstrap_resamples,
                         evaluation.confidence, evaluation.bootstrap_seed)
@@ -159,9 +160,3 @@ def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: P
     scoring["source_run"] = {"run_dir": str(out), "merged_from_shards": True}
     atomic_write_json(out / "scoring_manifest.json", scoring)
 
-
-def _number(value):
-    try:
-        return float(value) if value not in ("", None) else None
-    except ValueError:
-        return value

@@ -29,10 +29,11 @@ class ResultTable:
     notes: list[str] = field(default_factory=list)       # e.g. a historical baseline's limits
 
     def values(self, metric: str) -> list[float | None]:
-        return [_number(r.get(metric)) for r in self.rows]
+        return [as_number(r.get(metric)) for r in self.rows]
 
 
-def _number(value) -> float | None:
+def as_number(value) -> float | None:
+    """A finite float from a CSV/JSON cell, else None."""
     if value in (None, ""):
         return None
     try:
