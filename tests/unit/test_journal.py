@@ -12,7 +12,7 @@ def test_append_and_read(tmp_path):
     journal.append("sample", sample_id="a", pair_id="p", speaker_id="s", status="generation_failed")
     journal.close()
     assert [e["status"] for e in read_events(tmp_path / "j.jsonl")] == ["generated", "generation_failed"]
-    assert final_outcomes(tmp_path / "j.jsonl")["a"].status.value == "generation_failed"
+    assert final_outcomes(read_events(tmp_path / "j.jsonl"))["a"].status.value == "generation_failed"
 
 
 def test_torn_last_line_is_ignored_and_repaired(tmp_path):

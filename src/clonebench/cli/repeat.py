@@ -76,10 +76,11 @@ def run(args: argparse.Namespace) -> int:
     samples = load_samples(settings)
     if input_fingerprint(samples) != manifest["fingerprints"]["input"]:
         raise ClonebenchError(f"{args.run_dir}: the run's inputs changed since it ran (input fingerprint differs)")
-    outcomes = final_outcomes(args.run_dir / JOURNAL_NAME)
+    events = list(read_events(args.run_dir / JOURNAL_NAME))
+    outcomes = final_outcomes(events)
     chosen = [(s, outcomes[s.sample_id]) for s in samples
               if s.sample_id in outcomes and outcomes[s.sample_id].status == SampleStatus.GENERATED][: args.count]
-    journaled = {e["sample_id"]: e["request_sha256"] for e in read_events(args.run_dir / JOURNAL_NAME)
+    journaled = {e["sample_id"]: e["request_sha256"] for e in events
                  if e["event"] == "attempt_start" and e.get("purpose") == "sample"}
     report = asyncio.run(_resend(settings, chosen, journaled, args.repeats))
     identical = sum(all(r["identical_to_original"]) for r in report)

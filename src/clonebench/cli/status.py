@@ -28,9 +28,10 @@ def summarise(run_dir: Path) -> dict:
         raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME}; is this a run directory?")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     journal = run_dir / JOURNAL_NAME
-    outcomes = final_outcomes(journal)
-    attempts = attempt_counts(journal)
-    run_end = [e for e in read_events(journal) if e["event"] == "run_end"]
+    events = list(read_events(journal))
+    outcomes = final_outcomes(events)
+    attempts = attempt_counts(events)
+    run_end = [e for e in events if e["event"] == "run_end"]
     requested = [s["sample_id"] for s in manifest.get("samples", [])]
     statuses = Counter()
     errors = []

@@ -12,7 +12,7 @@ from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.data.identity import input_fingerprint
 from clonebench.errors import ClonebenchError
 from clonebench.evaluate.base import ScoreItem
-from clonebench.generate.journal import JOURNAL_NAME, final_outcomes
+from clonebench.generate.journal import JOURNAL_NAME, final_outcomes, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
 from clonebench.hashing import sha256_bytes, sha256_file
 from clonebench.records import Sample, SampleOutcome, SampleStatus
@@ -51,7 +51,7 @@ def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Reques
             f"the pairs to score (input fingerprint {current[:16]}...) are not the pairs {source_run} generated "
             f"({str(recorded)[:16]}...): evaluate with the same dataset.* settings, seed-independent selection "
             "and adversary.max_samples as the generation run")
-    outcomes = final_outcomes(source_run / JOURNAL_NAME)
+    outcomes = final_outcomes(read_events(source_run / JOURNAL_NAME))
     requested = []
     for sample in samples:
         outcome = outcomes.get(sample.sample_id)

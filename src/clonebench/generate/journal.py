@@ -11,11 +11,11 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from clonebench.errors import JournalError
-from clonebench.records import SampleOutcome, SampleStatus
+from clonebench.records import SampleOutcome
 
 JOURNAL_NAME = "sample_events.jsonl"
 
@@ -79,22 +79,14 @@ def read_events(path: Path) -> Iterator[dict]:
         yield record
 
 
-def final_outcomes(path: Path) -> dict[str, SampleOutcome]:
-    """The last status of every sample in the journal, keyed by sample id."""
-    outcomes: dict[str, SampleOutcome] = {}
-    for record in read_events(path):
-        if record["event"] == "sample":
-            outcomes[record["sample_id"]] = SampleOutcome.from_dict(record)
-    return outcomes
+def final_outcomes(events: Iterable[dict]) -> dict[str, SampleOutcome]:
+    """The last status of every sample among ``events`` (e.g. ``read_events(path)``), keyed by sample id."""
+    return {e["sample_id"]: SampleOutcome.from_dict(e) for e in events if e["event"] == "sample"}
 
 
-def attempt_counts(path: Path) -> dict[str, int]:
+def attempt_counts(events: Iterable[dict]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for record in read_events(path):
+    for record in events:
         if record["event"] == "attempt_end" and record.get("sample_id"):
             counts[record["sample_id"]] = counts.get(record["sample_id"], 0) + 1
     return counts
-
-
-def is_finished(outcome: SampleOutcome | None) -> bool:
-    return outcome is not None and outcome.status == SampleStatus.GENERATED

@@ -23,7 +23,8 @@ def reusable_outcomes(resume_dir: Path, samples: list[Sample], input_fp: str, ge
     if not journal.is_file():
         raise ResumeError(f"vc.resume_from={resume_dir}: no {JOURNAL_NAME} there (give a run directory "
                           "results/<run_name>/<stamp>-<id>)")
-    recorded = [e for e in read_events(journal) if e["event"] == "fingerprints"]
+    events = list(read_events(journal))
+    recorded = [e for e in events if e["event"] == "fingerprints"]
     if not recorded:
         return {}  # the earlier run stopped before it computed fingerprints, so it generated nothing
     fingerprints = recorded[-1]
@@ -34,7 +35,7 @@ def reusable_outcomes(resume_dir: Path, samples: list[Sample], input_fp: str, ge
         diff = _differences(fingerprints.get("generation_fields", {}), generation_fields)
         raise ResumeError(f"vc.resume_from={resume_dir}: generation fingerprint differs; changed: {diff}. Resume only "
                           "with the same seed, request settings and service files")
-    outcomes = final_outcomes(journal)
+    outcomes = final_outcomes(events)
     reusable = {}
     for sample in samples:
         outcome = outcomes.get(sample.sample_id)
