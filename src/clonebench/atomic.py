@@ -5,11 +5,14 @@ A reader never sees a half-written file, and a crash leaves either the old or th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from clonebench.errors import ClonebenchError
 
 
 def fsync_dir(path: Path) -> None:
@@ -60,3 +63,14 @@ def atomic_write_json(path: Path, payload: Any) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class DiskFullError(ClonebenchError):
+    """A write failed because the file system is full (or over quota)."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS

@@ -55,7 +55,8 @@ def config_container(cfg: DictConfig) -> dict:
 def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
     from clonebench.evaluate.inputs import source_run_dir
     from clonebench.evaluate.phase import run_evaluation
-    from clonebench.generate.phase import load_samples, run_generation
+    from clonebench.data.selection import load_samples
+    from clonebench.generate.phase import run_generation
 
     settings: RunSettings = read_settings(cfg, source)
     phase = "evaluate" if settings.vc.evaluate_only else "generate" if settings.vc.generate_only else "generate+evaluate"

@@ -106,7 +106,7 @@ def test_sigkill_then_resume(tmp_path, dataset, point):
     assert summary["status"].startswith("interrupted") and summary["generated"] == len(finished_before)
 
 
-def test_torn_journal_and_tampered_audio_are_regenerated(tmp_path, dataset, standin):
+def test_torn_journal_is_recovered_and_tampered_audio_regenerated(tmp_path, dataset, standin):
     status, first = generate_run(tmp_path, dataset, standin.url, NO_GATE, run_dir=tmp_path / "results" / "first")
     assert status == RunStatus.GENERATED
     samples = load_manifest(first)["samples"]
@@ -127,8 +127,12 @@ def test_torn_journal_and_tampered_audio_are_regenerated(tmp_path, dataset, stan
                                   run_dir=tmp_path / "results" / "second")
     assert status == RunStatus.GENERATED
     regenerated = {e["sample_id"] for e in journal(second) if e["event"] == "attempt_start"}
-    assert regenerated == {torn_id, tampered["sample_id"]}
-    assert len([r for r in standin.received if r["path"] == "/v1/tts"]) == 2
+    # the torn sample's WAV is the journaled body of its successful attempt: recovered, not sent again
+    assert regenerated == {tampered["sample_id"]}
+    assert len([r for r in standin.received if r["path"] == "/v1/tts"]) == 1
+    recovered = next(r for r in load_manifest(second)["samples"] if r["sample_id"] == torn_id)
+    assert recovered["reused_from"] == str(first) and sha256_file(second / recovered["audio_path"]) == \
+        next(r for r in samples if r["sample_id"] == torn_id)["audio_sha256"]
     # a resumed run can itself be resumed: nothing left to send
     standin.received.clear()
     status, third = generate_run(tmp_path, dataset, standin.url, NO_GATE, f"vc.resume_from={second}",

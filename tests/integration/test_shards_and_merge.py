@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from clonebench.errors import ClonebenchError
-from clonebench.generate.phase import shard_of
+from clonebench.data.selection import shard_of
 from clonebench.pipeline import run
 from clonebench.report.merge import merge
 from clonebench.standin import running_standin

@@ -61,7 +61,7 @@ async def _resend(settings, samples, journaled, repeats):
 def run(args: argparse.Namespace) -> int:
     from clonebench.data.identity import input_fingerprint
     from clonebench.generate.journal import final_outcomes
-    from clonebench.generate.phase import load_samples
+    from clonebench.data.selection import load_samples
     from clonebench.records import SampleStatus
     from clonebench.settings import read_settings
 

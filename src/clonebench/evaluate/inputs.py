@@ -8,6 +8,7 @@ from pathlib import Path
 
 import soundfile as sf
 
+from clonebench.confine import OutsideRunError, inside
 from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.data.identity import input_fingerprint
 from clonebench.errors import ClonebenchError
@@ -59,9 +60,14 @@ def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Reques
             status = outcome.status.value if outcome else "never generated"
             requested.append(Requested(sample, outcome, None, f"generation {status}"))
             continue
-        path = source_run / outcome.audio_path
         problem = None
-        if not path.is_file():
+        try:
+            path = inside(source_run, outcome.audio_path or "", f"{source_run / JOURNAL_NAME} ({sample.pair_id})")
+        except OutsideRunError as exc:
+            path, problem = None, f"generated WAV refused: {exc}"
+        if problem:
+            pass
+        elif not path.is_file():
             problem = f"generated WAV missing: {path}"
         else:
             data = path.read_bytes()

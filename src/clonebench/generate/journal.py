@@ -7,6 +7,7 @@ last one is a JournalError, since it means the file was damaged, not merely cut 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -46,9 +47,19 @@ class Journal:
         record = {"event": event, "ts": round(time.time(), 6), **fields}
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
-            os.write(self._fd, line)
-            if sync:
-                os.fsync(self._fd)
+            size = os.fstat(self._fd).st_size
+            try:
+                written = os.write(self._fd, line)
+                if written != len(line):  # a full disk can take part of a write without an error
+                    raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)", str(self.path))
+                if sync:
+                    os.fsync(self._fd)
+            except OSError:
+                try:  # no torn line left behind for the next append to follow
+                    os.ftruncate(self._fd, size)
+                except OSError:
+                    pass
+                raise
 
     def sync(self) -> None:
         with self._lock:

@@ -15,17 +15,17 @@ from tqdm import tqdm
 from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
-from clonebench.data.audio_cache import AudioCheckCache
-from clonebench.data.hf import build_samples_hf
+from clonebench.atomic import DiskFullError, is_disk_full
 from clonebench.data.identity import digest, input_fingerprint
-from clonebench.data.manifest import Selection, build_samples
+from clonebench.data.selection import load_samples
 from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ServerNotReadyError
 from clonebench.generate.recorder import RunRecorder
-from clonebench.generate.resume import reusable_outcomes
+from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
+from clonebench.generate.run_lock import RunLocks
 from clonebench.generate.runner import generate_samples, reference_check
 from clonebench.hashing import HashCache
 from clonebench.provenance import service_provenance
-from clonebench.records import RunStatus, Sample
+from clonebench.records import RunStatus, Sample, SampleOutcome
 from clonebench.settings import RunSettings
 
 log = logging.getLogger(__name__)
@@ -36,31 +36,6 @@ TIMING_DEFINITIONS = {
     "duration_s": "seconds of audio received (samples / 44100)",
     "rtf": "synthesis_time_s / duration_s (below 1: faster than real time)",
 }
-
-
-def shard_of(sample_id: str, count: int) -> int:
-    """The shard a sample belongs to: stable when samples are added (it depends on the sample alone)."""
-    return int(sample_id[:16], 16) % count
-
-
-def load_all_samples(settings: RunSettings) -> list[Sample]:
-    """Every selected pair, all shards together."""
-    ds = settings.dataset
-    selection = Selection(ds.manifest_variant, ds.speaker_id, settings.client.max_samples)
-    if ds.use_hf_dataset:
-        return build_samples_hf(ds.hf_path, ds.hf_config, ds.hf_split, ds.hf_audio_columns, selection, settings.seed)
-    checked = AudioCheckCache(settings.hash_cache)
-    try:
-        return build_samples(ds.manifest_filename, ds.root_path, selection, settings.seed, checked=checked)
-    finally:
-        checked.close()
-
-
-def load_samples(settings: RunSettings) -> list[Sample]:
-    """This job's pairs: the selection, narrowed to shard ``vc.shard.index`` of ``vc.shard.count``."""
-    samples = load_all_samples(settings)
-    count, index = settings.vc.shard_count, settings.vc.shard_index
-    return samples if count == 1 else [s for s in samples if shard_of(s.sample_id, count) == index]
 
 
 def api_key_headers(api_key_env: str | None) -> dict[str, str]:
@@ -94,9 +69,20 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         raise ConfigError(f"adversary.measure=ttfb is implemented for fish_s2_http (streamed /v1/tts), not "
                           f"{client.protocol}; use adversary.measure=quality")
     adversary = cls(client, settings.adversary_params)
+    locks = RunLocks()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    locks.own(run_dir)  # before anything is written: a second runner of this directory is refused
+    origin = settings.vc.resume_from
+    if origin is not None:  # recorded first, so that resuming from this run reaches back even if it fails
+        header = {**header, ORIGIN_KEY: os.path.realpath(origin)}
     recorder = RunRecorder(run_dir, header)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
+        chain = []
+        if origin is not None:
+            chain = resume_chain(origin)
+            for source in chain:
+                locks.source(source, run_dir)
         try:
             samples = load_samples(settings)
         except ManifestError as exc:
@@ -129,12 +115,16 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
                                       "request": adversary.params, **service},
         })
         reused = {}
-        if settings.vc.resume_from is not None:
-            reused = reusable_outcomes(settings.vc.resume_from, samples, input_fp, generation_fp, fields)
-            recorder.extra["resumed_from"] = {"run_dir": str(settings.vc.resume_from), "reused": len(reused)}
+        if origin is not None:
+            reused = reusable_outcomes(origin, samples, input_fp, generation_fp, fields, chain)
+            recorder.extra["resumed_from"] = {"run_dir": str(origin), "reused": len(reused),
+                                              "chain": [str(c) for c in chain]}
             for sample in samples:
                 if sample.sample_id in reused:
-                    recorder.reuse_audio(sample, reused[sample.sample_id], settings.vc.resume_from)
+                    found = reused[sample.sample_id]
+                    # the resolved path (inside its run) replaces the journaled one for the link
+                    source = SampleOutcome.from_dict({**found.outcome.as_dict(), "audio_path": str(found.path)})
+                    recorder.reuse_audio(sample, source, found.run_dir)
             recorder.journal.sync()
         recorder.write_manifest()
         todo = [s for s in samples if s.sample_id not in reused]
@@ -147,11 +137,34 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
     except (KeyboardInterrupt, _Terminated) as exc:
         recorder.finish(RunStatus.INTERRUPTED, f"interrupted: {exc!r}")
         raise
+    except OSError as exc:
+        if not is_disk_full(exc):
+            recorder.finish(RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            raise
+        message = (f"disk full while writing {exc.filename or run_dir} ({exc.strerror}): the run stopped and is marked "
+                   f"interrupted; free space on that file system, then resume with vc.resume_from={run_dir}")
+        _finish_on_full_disk(recorder, message)
+        raise DiskFullError(message) from exc
     except BaseException as exc:
         recorder.finish(RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        locks.release()
+
+
+def _finish_on_full_disk(recorder: RunRecorder, message: str) -> None:
+    """Mark the run interrupted: the journal's ``run_end`` and the manifest each get written if they fit (a failed
+    WAV's temporary file was removed, so a few kilobytes are usually free again)."""
+    try:
+        recorder.finish(RunStatus.INTERRUPTED, message)
+        return
+    except OSError as exc:
+        log.error("could not journal the end of the run (%s)", exc)
+    try:
+        recorder.write_manifest(finished=True)
+    except OSError as exc:
+        log.error("could not update %s either (%s); `clonebench status` reads the journal", recorder.run_dir, exc)
 
 
 async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool) -> dict:

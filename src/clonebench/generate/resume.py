@@ -1,13 +1,37 @@
-"""``vc.resume_from=RUN_DIR``: reuse the verified audio of an earlier run of the same inputs and settings."""
+"""``vc.resume_from=RUN_DIR``: reuse the verified audio of earlier runs of the same inputs and settings.
+
+Runs form a chain: every run records the run it resumed from (``resume_origin``, written before anything
+else), so resuming from the newest run, even one that failed or was killed before it generated anything,
+reaches back through its origins to every run that holds finished samples. Each sample is taken from the
+newest run of the chain that holds it; its WAV must lie inside that run (symlinks followed), match its
+journaled sha256, and be a valid WAV. A WAV written just before a kill, before its ``sample`` event, is
+recovered when it matches the journaled response hash of its successful attempt.
+"""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from clonebench.confine import OutsideRunError, inside
+from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.errors import ResumeError
 from clonebench.generate.journal import JOURNAL_NAME, final_outcomes, read_events
-from clonebench.hashing import sha256_file
+from clonebench.hashing import sha256_bytes
 from clonebench.records import Sample, SampleOutcome, SampleStatus
+
+MANIFEST_NAME = "run_manifest.json"  # (generate.recorder's name; not imported, to keep resume a reader)
+ORIGIN_KEY = "resume_origin"
+
+
+@dataclass(frozen=True)
+class Reusable:
+    outcome: SampleOutcome
+    run_dir: Path      # the run of the chain that holds the WAV
+    path: Path         # the WAV, resolved inside run_dir
 
 
 def _differences(old: dict, new: dict) -> list[str]:
@@ -15,33 +39,123 @@ def _differences(old: dict, new: dict) -> list[str]:
     return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
-def reusable_outcomes(resume_dir: Path, samples: list[Sample], input_fp: str, generation_fp: str,
-                      generation_fields: dict) -> dict[str, SampleOutcome]:
-    """Finished samples of ``resume_dir`` whose audio is still on disk with the journaled sha256."""
-    resume_dir = Path(resume_dir)
-    journal = resume_dir / JOURNAL_NAME
-    if not journal.is_file():
-        raise ResumeError(f"vc.resume_from={resume_dir}: no {JOURNAL_NAME} there (give a run directory "
+def _is_run_dir(path: Path) -> bool:
+    return any((path / name).is_file() for name in (JOURNAL_NAME, MANIFEST_NAME, ".hydra/config.yaml"))
+
+
+def run_origin(run_dir: Path) -> Path | None:
+    """The run ``run_dir`` resumed from, from its manifest header (or, for a run killed before it wrote one,
+    the ``vc.resume_from`` of its recorded Hydra config)."""
+    import json
+
+    manifest = run_dir / MANIFEST_NAME
+    if manifest.is_file():
+        try:
+            payload = json.loads(manifest.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ResumeError(f"{manifest} is unreadable ({exc}); resume from another run of the chain") from exc
+        origin = payload.get(ORIGIN_KEY) or ((payload.get("config") or {}).get("vc") or {}).get("resume_from")
+        return Path(origin) if origin else None
+    hydra = run_dir / ".hydra" / "config.yaml"
+    if hydra.is_file():
+        origin = OmegaConf.select(OmegaConf.load(hydra), "vc.resume_from", default=None)
+        return Path(str(origin)).absolute() if origin else None
+    return None
+
+
+def resume_chain(start: Path) -> list[Path]:
+    """``start`` and the runs it came from, newest first (resolved paths)."""
+    start = Path(start)
+    if not start.is_dir() or not _is_run_dir(start):
+        raise ResumeError(f"vc.resume_from={start}: no {JOURNAL_NAME} there (give a run directory "
                           "results/<run_name>/<stamp>-<id>)")
-    events = list(read_events(journal))
+    chain: list[Path] = []
+    current: Path | None = Path(os.path.realpath(start))
+    while current is not None and current not in chain:
+        if not current.is_dir() or not _is_run_dir(current):
+            raise ResumeError(f"vc.resume_from={start}: {chain[-1]} was resumed from {current}, which is no longer a "
+                              "run directory, so the samples it finished cannot be reused; restore it (or resume from "
+                              "it if it moved), or start a new run without vc.resume_from")
+        chain.append(current)
+        origin = run_origin(current)
+        current = Path(os.path.realpath(origin)) if origin is not None else None
+    return chain
+
+
+def _check_fingerprints(run_dir: Path, events: list[dict], input_fp: str, generation_fp: str, fields: dict) -> bool:
     recorded = [e for e in events if e["event"] == "fingerprints"]
     if not recorded:
-        return {}  # the earlier run stopped before it computed fingerprints, so it generated nothing
+        return False  # the run stopped before it computed fingerprints, so it generated nothing
     fingerprints = recorded[-1]
     if fingerprints.get("input") != input_fp:
-        raise ResumeError(f"vc.resume_from={resume_dir}: input fingerprint differs ({fingerprints.get('input')} vs "
+        raise ResumeError(f"vc.resume_from={run_dir}: input fingerprint differs ({fingerprints.get('input')} vs "
                           f"{input_fp}): the pairs, their audio or transcripts, the selection or max_samples changed")
     if fingerprints.get("generation") != generation_fp:
-        diff = _differences(fingerprints.get("generation_fields", {}), generation_fields)
-        raise ResumeError(f"vc.resume_from={resume_dir}: generation fingerprint differs; changed: {diff}. Resume only "
+        diff = _differences(fingerprints.get("generation_fields", {}), fields)
+        raise ResumeError(f"vc.resume_from={run_dir}: generation fingerprint differs; changed: {diff}. Resume only "
                           "with the same seed, request settings and service files")
-    outcomes = final_outcomes(events)
-    reusable = {}
-    for sample in samples:
-        outcome = outcomes.get(sample.sample_id)
-        if outcome is None or outcome.status != SampleStatus.GENERATED or not outcome.audio_path:
+    return True
+
+
+def _verified(run_dir: Path, relpath: str, sha256: str | None) -> tuple[Path, bytes] | None:
+    try:
+        path = inside(run_dir, relpath, f"{run_dir / JOURNAL_NAME} audio_path")
+    except OutsideRunError:
+        return None
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    if sha256 is None or sha256_bytes(data) != sha256:
+        return None
+    try:
+        validate_wav(data)
+    except InvalidAudio:
+        return None
+    return path, data
+
+
+def _orphan(run_dir: Path, sample: Sample, events: list[dict]) -> Reusable | None:
+    """A WAV saved just before a kill, before its ``sample`` event: reusable when it is the body of the
+    sample's journaled successful attempt (``attempt_end`` is fsync'd before the WAV is written)."""
+    ok = [e for e in events if e["event"] == "attempt_end" and e.get("sample_id") == sample.sample_id
+          and e.get("purpose", "sample") == "sample" and e.get("outcome") == "ok" and e.get("response_sha256")]
+    if not ok:
+        return None
+    rel = sample.audio_relpath()
+    found = _verified(run_dir, rel, ok[-1]["response_sha256"])
+    if found is None:
+        return None
+    path, data = found
+    info = validate_wav(data)
+    outcome = SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATED,
+                            audio_path=rel, audio_sha256=ok[-1]["response_sha256"], audio_bytes=len(data),
+                            sample_rate=info.sample_rate, frames=info.frames, channels=info.channels,
+                            duration_s=round(info.duration_s, 6), synthesis_time_s=ok[-1].get("duration_s"),
+                            attempts=len(ok))
+    return Reusable(outcome, run_dir, path)
+
+
+def reusable_outcomes(resume_dir: Path, samples: list[Sample], input_fp: str, generation_fp: str,
+                      generation_fields: dict, chain: list[Path] | None = None) -> dict[str, Reusable]:
+    """Finished samples of ``resume_dir`` and the runs it came from whose audio is still inside its run, with the
+    journaled sha256, and a valid WAV."""
+    chain = chain if chain is not None else resume_chain(resume_dir)
+    reusable: dict[str, Reusable] = {}
+    for run_dir in chain:
+        events = list(read_events(run_dir / JOURNAL_NAME))
+        if not _check_fingerprints(run_dir, events, input_fp, generation_fp, generation_fields):
             continue
-        path = resume_dir / outcome.audio_path
-        if path.is_file() and sha256_file(path) == outcome.audio_sha256:
-            reusable[sample.sample_id] = outcome
+        outcomes = final_outcomes(events)
+        for sample in samples:
+            if sample.sample_id in reusable:
+                continue
+            outcome = outcomes.get(sample.sample_id)
+            if outcome is not None and outcome.status == SampleStatus.GENERATED and outcome.audio_path:
+                found = _verified(run_dir, outcome.audio_path, outcome.audio_sha256)
+                if found is not None:
+                    reusable[sample.sample_id] = Reusable(outcome, run_dir, found[0])
+                    continue
+            recovered = _orphan(run_dir, sample, events)
+            if recovered is not None:
+                reusable[sample.sample_id] = recovered
     return reusable

@@ -19,6 +19,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from clonebench.atomic import atomic_write_json, atomic_write_text
+from clonebench.confine import inside
 from clonebench.data.identity import input_fingerprint
 from clonebench.errors import ClonebenchError
 from clonebench.generate.journal import JOURNAL_NAME, read_events
@@ -44,7 +45,7 @@ def _normalised_config(manifest: dict) -> dict:
 
 
 def merge(sweep: Path, output: Path | None = None) -> Path:
-    from clonebench.generate.phase import load_all_samples
+    from clonebench.data.selection import load_all_samples
     from clonebench.settings import read_settings
 
     shards = shard_dirs(sweep)
@@ -73,15 +74,20 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
         raise ClonebenchError(f"{sweep}: shards miss {len(missing)} pair(s) {missing[:5]} and hold {len(extra)} unknown; "
                               "run the missing shards (or resume them) before merging")
     out = Path(output) if output else Path(sweep) / "merged"
-    if out.exists():
-        shutil.rmtree(out)
+    sources = {sid: inside(owner[sid], row["audio_path"], f"{owner[sid] / MANIFEST_NAME} ({row.get('pair_id')})")
+               for sid, row in rows.items() if row.get("audio_path")}  # every path checked before anything is written
+    _replaceable(out)
     (out / "generated_audio").mkdir(parents=True)
     ordered = []
     for sample in everything:
         row = dict(rows[sample.sample_id])
         row.pop("reused_from", None)
         if row.get("audio_path"):
-            source, dest = owner[sample.sample_id] / row["audio_path"], out / row["audio_path"]
+            source = sources[sample.sample_id]
+            dest = inside(out, row["audio_path"], f"{owner[sample.sample_id] / MANIFEST_NAME} ({row.get('pair_id')})")
+            if dest.exists() or dest.is_symlink():
+                raise ClonebenchError(f"{dest}: two samples name the same audio_path {row['audio_path']!r}; the "
+                                      "shard manifests were edited")
             dest.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.link(source, dest)
@@ -114,6 +120,32 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
     return out
 
 
+def _replaceable(out: Path) -> None:
+    """Remove an earlier merge output at ``out``; anything else there is refused, never deleted."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise ClonebenchError(f"merge output {out} is a file or a link: give a new folder (--output)")
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / "merge.json").is_file():
+            raise ClonebenchError(f"merge output {out} is not a merge output (no merge.json) and not empty: it is left "
+                                  "as it is; give a new folder (--output)")
+        shutil.rmtree(out)
+    elif out.is_dir():
+        out.rmdir()
+
+
+def _rebased(value: str, shard: Path, out: Path) -> str:
+    """A shard's scored-WAV path as the same file in the merged run (refused unless inside the shard)."""
+    if not value:
+        return ""
+    path, where = Path(value), f"{shard / 'generation_sample_metrics.csv'} generated_audio"
+    try:
+        rel = path.relative_to(shard) if path.is_absolute() else path
+    except ValueError:
+        raise ClonebenchError(f"{where}: {value!r} is outside the shard {shard}") from None
+    inside(shard, rel, where)
+    return str(out / rel)
+
+
 def _merge_journals(shards: list[Path], everything, owner: dict, out: Path) -> None:
     events = {s: [e for e in read_events(s / JOURNAL_NAME) if e.get("sample_id")] for s in shards}
     lines = []
@@ -141,8 +173,7 @@ def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: P
     for shard in shards:
         with open(shard / "generation_sample_metrics.csv", newline="", encoding="utf-8") as handle:
             for row in csv.DictReader(handle):
-                row["generated_audio"] = str(out / Path(row["generated_audio"]).relative_to(shard)) \
-                    if row["generated_audio"] else ""
+                row["generated_audio"] = _rebased(row["generated_audio"], shard, out)
                 rows[row["sample_id"]] = row
     ordered = [rows[s.sample_id] for s in everything]
     numeric = [{k: as_number(v) for k, v in r.items()} for r in ordered]

@@ -1,0 +1,37 @@
+"""Sample selection: the pairs a run uses, all shards together or one shard's share.
+
+Shared by the generate, evaluate and merge phases and by ``clonebench repeat``; it depends on the data
+readers only (manifest files or HF datasets), never on a pipeline phase.
+"""
+
+from __future__ import annotations
+
+from clonebench.data.audio_cache import AudioCheckCache
+from clonebench.data.hf import build_samples_hf
+from clonebench.data.manifest import Selection, build_samples
+from clonebench.records import Sample
+
+
+def shard_of(sample_id: str, count: int) -> int:
+    """The shard a sample belongs to: stable when samples are added (it depends on the sample alone)."""
+    return int(sample_id[:16], 16) % count
+
+
+def load_all_samples(settings) -> list[Sample]:
+    """Every selected pair, all shards together (``settings``: a RunSettings)."""
+    ds = settings.dataset
+    selection = Selection(ds.manifest_variant, ds.speaker_id, settings.client.max_samples)
+    if ds.use_hf_dataset:
+        return build_samples_hf(ds.hf_path, ds.hf_config, ds.hf_split, ds.hf_audio_columns, selection, settings.seed)
+    checked = AudioCheckCache(settings.hash_cache)
+    try:
+        return build_samples(ds.manifest_filename, ds.root_path, selection, settings.seed, checked=checked)
+    finally:
+        checked.close()
+
+
+def load_samples(settings) -> list[Sample]:
+    """This job's pairs: the selection, narrowed to shard ``vc.shard.index`` of ``vc.shard.count``."""
+    samples = load_all_samples(settings)
+    count, index = settings.vc.shard_count, settings.vc.shard_index
+    return samples if count == 1 else [s for s in samples if shard_of(s.sample_id, count) == index]
