@@ -8,6 +8,7 @@ dead-key test composes every config file and asserts that nothing is left unread
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,8 @@ class ConfigReader:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self._fail(key, value, "a number")
+        if not math.isfinite(value):  # nan passes every range check, inf every one-sided one
+            raise self._fail(key, value, "a finite number")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             raise self._fail(key, value, f"a number in [{minimum}, {maximum}]")
         return float(value)

@@ -7,6 +7,7 @@ and the fix, before any request is sent.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from collections.abc import Callable
@@ -36,15 +37,30 @@ class Selection:
     max_samples: int | None = None
 
 
+def _decoded(path: Path) -> str:
+    """The file's text: UTF-8, with or without a byte-order mark; else a ManifestError naming the line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        row = f" (row {line - 2})" if path.suffix.lower() == ".csv" and line >= 2 else ""
+        raise ManifestError(str(path), [f"{path} line {line}{row}, byte {exc.start}: not valid UTF-8 "
+                                        f"({exc.reason}); save the manifest as UTF-8"]) from None
+
+
 def read_rows(path: Path) -> list[dict]:
     """Raw rows of a manifest file. JSON: a list of objects, or an object with a "pairs" list."""
     if not path.is_file():
         raise ManifestError(str(path), [f"manifest file not found: {path} (check dataset.manifest_filename)"])
+    text = _decoded(path)
     if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as handle:
-            return [dict(r) for r in csv.DictReader(handle)]
+        try:
+            return [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
+        except csv.Error as exc:
+            raise ManifestError(str(path), [f"{path}: not a readable CSV ({exc})"]) from None
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ManifestError(str(path), [f"not valid JSON: {exc}"]) from exc
     if isinstance(payload, dict) and isinstance(payload.get("pairs"), list):
@@ -52,6 +68,25 @@ def read_rows(path: Path) -> list[dict]:
     if not isinstance(payload, list) or not all(isinstance(r, dict) for r in payload):
         raise ManifestError(str(path), ["expected a JSON list of row objects or an object with a 'pairs' list"])
     return payload
+
+
+# Ids may become file and folder names (speaker folders, and names with extensions and temporary suffixes
+# added by atomic writes): a name is at most 255 bytes, so an id is limited to 200 bytes of UTF-8.
+ID_FIELDS = ("dataset_name", "split", "pair_id", "speaker_id", "manifest_variant")
+MAX_ID_BYTES = 200
+
+
+def _id_problem(name: str, value: str) -> str | None:
+    if any(c in value for c in "/\\\x00") or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        return (f"field '{name}' {value[:40]!r} contains a path separator, NUL or control character, so it cannot be "
+                "part of a file name; use letters, digits, '-', '_' or '.'")
+    if value.strip(".") == "":
+        return f"field '{name}' {value!r} is only dots, which is not usable as a file name"
+    size = len(value.encode("utf-8"))
+    if size > MAX_ID_BYTES:
+        return (f"field '{name}' is {size} bytes in UTF-8 ({len(value)} characters), over the {MAX_ID_BYTES}-byte "
+                "limit for ids (they become file names, limited to 255 bytes); shorten it")
+    return None
 
 
 def _as_int(value, name: str, where: str, problems: list[str]) -> int | None:
@@ -89,6 +124,19 @@ def parse_row(raw: dict, where: str, problems: list[str]) -> PairRow | None:
     for name in OPTIONAL_TEXT:
         value = raw.get(name)
         values[name] = None if value in (None, "") else str(value)
+    for name in REQUIRED_TEXT + OPTIONAL_TEXT:
+        value = values.get(name)
+        if value is None:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            problems.append(f"{where}: field '{name}' is not valid Unicode text (it holds a lone surrogate such as "
+                            "\\ud800); fix the row")
+            continue
+        problem = _id_problem(name, value) if name in ID_FIELDS else None
+        if problem:
+            problems.append(f"{where}: {problem}")
     for name in OPTIONAL_INT:
         values[name] = _as_int(raw.get(name), name, where, problems)
     source_index = _as_int(raw.get("source_index"), "source_index", where, problems)
@@ -115,6 +163,24 @@ def select_rows(rows: list[tuple[int, PairRow]], selection: Selection) -> list[t
     if selection.max_samples is not None:
         chosen = chosen[: selection.max_samples]
     return chosen
+
+
+def empty_selection_advice(parsed: list[tuple[int, PairRow]], selection: Selection,
+                           variant_key: str = "dataset.manifest_variant") -> str:
+    """Why no row was selected, naming the setting that excluded them (not one that is already open)."""
+    head = f"no rows selected (manifest_variant={selection.manifest_variant!r}, speaker_id={selection.speaker_id!r})"
+    if not parsed:
+        return f"{head}: the manifest has no rows; add pairs to it"
+    variants = sorted({str(r.manifest_variant) for _, r in parsed})
+    of_variant = [r for _, r in parsed if selection.manifest_variant is None or r.manifest_variant == selection.manifest_variant]
+    if not of_variant:
+        return f"{head}: no row has that manifest_variant; the manifest's variants are {variants}: set {variant_key}=" \
+               "one of them, or null to take every row"
+    speakers = sorted({r.speaker_id for r in of_variant})
+    shown = speakers[:10] + (["..."] if len(speakers) > 10 else [])
+    scope = "" if selection.manifest_variant is None else f" of variant {selection.manifest_variant!r}"
+    return f"{head}: no row{scope} has speaker_id {selection.speaker_id!r}; its speakers are {shown}: set " \
+           "dataset.speaker_id=one of them, or null to take every speaker"
 
 
 def resolve_audio(name: str, base: Path, where: str, field: str, problems: list[str]) -> Path | None:
@@ -208,11 +274,7 @@ def samples_from_rows(
     parsed = parse_rows(raw_rows, label, problems, bad)
     chosen = select_rows(parsed, selection)
     if not chosen and not problems:
-        variants = sorted({str(r.manifest_variant) for _, r in parsed})
-        problems.append(
-            f"no rows selected (manifest_variant={selection.manifest_variant!r}, speaker_id={selection.speaker_id!r});"
-            f" the manifest's variants are {variants}: set {variant_key}=null to take every row"
-        )
+        problems.append(empty_selection_advice(parsed, selection, variant_key))
     samples: list[Sample] = []
     seen: dict[str, int] = {}
     for number, row in chosen:
