@@ -13,6 +13,7 @@ from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
 from clonebench.errors import ReferenceIgnoredError
 from clonebench.generate.recorder import RunRecorder
 from clonebench.data.audio import inspect_wav, to_mono
+from clonebench.data.audio_cache import verified_bytes
 from clonebench.data.voice_features import profile, voice_distance
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Sample
@@ -22,7 +23,8 @@ REFERENCE_CHECK_TEXT = "This short sentence checks that the voice follows the re
 
 def synthesis_input(sample: Sample) -> SynthesisInput:
     return SynthesisInput(text=sample.row.target_text, language=sample.row.target_language,
-                          reference_audio=sample.prompt.read_bytes(), reference_text=sample.row.prompt_text,
+                          reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
+                          reference_text=sample.row.prompt_text,
                           seed=sample.seed)
 
 
@@ -73,7 +75,8 @@ def pick_reference_pair(samples: list[Sample], speakers_must_differ: bool = Fals
 async def _gate_send(sample: Sample, adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
                      recorder: RunRecorder, seed: int | None, pool: EndpointPool) -> bytes:
     item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
-                          reference_audio=sample.prompt.read_bytes(), reference_text=sample.row.prompt_text, seed=seed)
+                          reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
+                          reference_text=sample.row.prompt_text, seed=seed)
     on_start, on_end = _journal_hooks(recorder, sample.sample_id, "reference_check")
     body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end, pool)
     return body
