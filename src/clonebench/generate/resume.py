@@ -43,9 +43,13 @@ def _is_run_dir(path: Path) -> bool:
     return any((path / name).is_file() for name in (JOURNAL_NAME, MANIFEST_NAME, ".hydra/config.yaml"))
 
 
+class _Unknown(Exception):
+    pass
+
+
 def run_origin(run_dir: Path) -> Path | None:
     """The run ``run_dir`` resumed from, from its manifest header (or, for a run killed before it wrote one,
-    the ``vc.resume_from`` of its recorded Hydra config)."""
+    the ``vc.resume_from`` of its recorded Hydra config); _Unknown when neither says."""
     import json
 
     manifest = run_dir / MANIFEST_NAME
@@ -57,10 +61,19 @@ def run_origin(run_dir: Path) -> Path | None:
         origin = payload.get(ORIGIN_KEY) or ((payload.get("config") or {}).get("vc") or {}).get("resume_from")
         return Path(origin) if origin else None
     hydra = run_dir / ".hydra" / "config.yaml"
-    if hydra.is_file():
-        origin = OmegaConf.select(OmegaConf.load(hydra), "vc.resume_from", default=None)
-        return Path(str(origin)).absolute() if origin else None
-    return None
+    try:
+        config = OmegaConf.load(hydra) if hydra.is_file() else None
+    except Exception:  # a config cut short by the kill: any parse error means the same as no config
+        config = None
+    if config is None or OmegaConf.select(config, "vc", default=None) is None:
+        raise _Unknown()
+    origin = OmegaConf.select(config, "vc.resume_from", default=None)
+    return Path(str(origin)).absolute() if origin else None
+
+
+def _newest_run_before(run_dir: Path) -> Path | None:
+    siblings = sorted(p for p in run_dir.parent.iterdir() if p.name < run_dir.name and (p / MANIFEST_NAME).is_file())
+    return siblings[-1] if siblings else None
 
 
 def resume_chain(start: Path) -> list[Path]:
@@ -77,7 +90,15 @@ def resume_chain(start: Path) -> list[Path]:
                               "run directory, so the samples it finished cannot be reused; restore it (or resume from "
                               "it if it moved), or start a new run without vc.resume_from")
         chain.append(current)
-        origin = run_origin(current)
+        try:
+            origin = run_origin(current)
+        except _Unknown:
+            before = _newest_run_before(current)
+            hint = f" (probably {before}, the newest run before it with a {MANIFEST_NAME})" if before else ""
+            raise ResumeError(f"vc.resume_from={start}: {current} was killed while starting, before it recorded the run "
+                              f"it resumed from (no {MANIFEST_NAME}, no readable .hydra/config.yaml), so the runs that "
+                              f"hold finished samples are unknown; resume from the newest run that has a {MANIFEST_NAME}"
+                              f"{hint}") from None
         current = Path(os.path.realpath(origin)) if origin is not None else None
     return chain
 
