@@ -36,3 +36,23 @@ def test_corruption_before_the_last_line_is_an_error(tmp_path):
     path.write_text(json.dumps({"event": "a"}) + "\nGARBAGE\n" + json.dumps({"event": "b"}) + "\n")
     with pytest.raises(JournalError, match="line 2 is corrupt"):
         list(read_events(path))
+
+
+def test_a_write_cut_short_by_a_full_disk_leaves_no_torn_line(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from clonebench.generate.journal import Journal, read_events
+
+    journal = Journal(tmp_path / "sample_events.jsonl")
+    journal.append("run_start", status="running")
+    size = (tmp_path / "sample_events.jsonl").stat().st_size
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[: len(data) // 2])))  # short write
+    with pytest.raises(OSError) as caught:
+        journal.append("sample", sample_id="a" * 64, status="generated")
+    assert caught.value.errno == errno.ENOSPC
+    assert (tmp_path / "sample_events.jsonl").stat().st_size == size  # the half line was cut back
+    monkeypatch.undo()
+    journal.append("run_end", status="interrupted")
+    assert [e["event"] for e in read_events(tmp_path / "sample_events.jsonl")] == ["run_start", "run_end"]
