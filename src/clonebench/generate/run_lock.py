@@ -41,7 +41,12 @@ class RunLocks:
                                    f"the newest run of the chain (this one, {resumed_by}, records where it came from)")
 
     def _take(self, run_dir: Path, message: str) -> None:
-        fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except (PermissionError, OSError) as exc:
+            if not run_dir.is_dir():
+                raise RunLockedError(f"{run_dir}: cannot lock it ({exc.strerror}); is it a run directory?") from exc
+            fd = os.open(run_dir, os.O_RDONLY | os.O_CLOEXEC)  # a read-only run of an older version: lock the folder
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
