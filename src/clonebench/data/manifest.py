@@ -17,6 +17,7 @@ from pathlib import Path
 from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import SEED_MAX, sample_id, sample_seed
+from clonebench.data.ids import ID_FIELDS, id_problem
 from clonebench.errors import ManifestError
 from clonebench.hashing import sha256_bytes
 from clonebench.records import AudioRef, PairRow, Sample
@@ -70,25 +71,6 @@ def read_rows(path: Path) -> list[dict]:
     return payload
 
 
-# Ids may become file and folder names (speaker folders, and names with extensions and temporary suffixes
-# added by atomic writes): a name is at most 255 bytes, so an id is limited to 200 bytes of UTF-8.
-ID_FIELDS = ("dataset_name", "split", "pair_id", "speaker_id", "manifest_variant")
-MAX_ID_BYTES = 200
-
-
-def _id_problem(name: str, value: str) -> str | None:
-    if any(c in value for c in "/\\\x00") or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
-        return (f"field '{name}' {value[:40]!r} contains a path separator, NUL or control character, so it cannot be "
-                "part of a file name; use letters, digits, '-', '_' or '.'")
-    if value.strip(".") == "":
-        return f"field '{name}' {value!r} is only dots, which is not usable as a file name"
-    size = len(value.encode("utf-8"))
-    if size > MAX_ID_BYTES:
-        return (f"field '{name}' is {size} bytes in UTF-8 ({len(value)} characters), over the {MAX_ID_BYTES}-byte "
-                "limit for ids (they become file names, limited to 255 bytes); shorten it")
-    return None
-
-
 def _as_int(value, name: str, where: str, problems: list[str]) -> int | None:
     if value is None or value == "":
         return None
@@ -134,7 +116,7 @@ def parse_row(raw: dict, where: str, problems: list[str]) -> PairRow | None:
             problems.append(f"{where}: field '{name}' is not valid Unicode text (it holds a lone surrogate such as "
                             "\\ud800); fix the row")
             continue
-        problem = _id_problem(name, value) if name in ID_FIELDS else None
+        problem = id_problem(name, value) if name in ID_FIELDS else None
         if problem:
             problems.append(f"{where}: {problem}")
     for name in OPTIONAL_INT:

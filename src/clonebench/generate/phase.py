@@ -74,8 +74,18 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
     locks.own(run_dir)  # before anything is written: a second runner of this directory is refused
     origin = settings.vc.resume_from
     if origin is not None:  # recorded first, so that resuming from this run reaches back even if it fails
+        if os.path.realpath(origin) == os.path.realpath(run_dir):
+            locks.release()
+            raise ConfigError(f"vc.resume_from={origin} is this run's own directory; a resume writes a new run")
         header = {**header, ORIGIN_KEY: os.path.realpath(origin)}
-    recorder = RunRecorder(run_dir, header)
+    try:
+        recorder = RunRecorder(run_dir, header)
+    except OSError as exc:
+        locks.release()
+        if is_disk_full(exc):
+            raise DiskFullError(f"disk full while starting the run in {run_dir} ({exc.strerror}): free space on that "
+                                "file system and start again") from exc
+        raise
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         chain = []
