@@ -13,8 +13,7 @@ from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.data.identity import input_fingerprint
 from clonebench.errors import ClonebenchError
 from clonebench.evaluate.base import ScoreItem
-from clonebench.generate.journal import JOURNAL_NAME, final_outcomes, read_events
-from clonebench.generate.recorder import MANIFEST_NAME
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 from clonebench.hashing import sha256_bytes, sha256_file
 from clonebench.records import Sample, SampleOutcome, SampleStatus
 

@@ -19,6 +19,7 @@ from clonebench.errors import JournalError
 from clonebench.records import SampleOutcome
 
 JOURNAL_NAME = "sample_events.jsonl"
+MANIFEST_NAME = "run_manifest.json"  # the run's summary, written by generate.recorder
 
 
 class Journal:

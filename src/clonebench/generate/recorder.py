@@ -18,11 +18,10 @@ from typing import Any
 from clonebench.adversary.endpoints import redact_url, scrub_credentials
 from clonebench.atomic import atomic_write_bytes, atomic_write_json
 from clonebench.data.audio import WavInfo
-from clonebench.generate.journal import JOURNAL_NAME, Journal
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, Journal
 from clonebench.hashing import sha256_bytes, sha256_file
 from clonebench.records import Attempt, RunStatus, Sample, SampleOutcome, SampleStatus
 
-MANIFEST_NAME = "run_manifest.json"
 SCHEMA = "clonebench.run/v1"
 
 

@@ -19,11 +19,10 @@ from omegaconf import OmegaConf
 from clonebench.confine import OutsideRunError, inside
 from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.errors import ResumeError
-from clonebench.generate.journal import JOURNAL_NAME, final_outcomes, read_events
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Sample, SampleOutcome, SampleStatus
 
-MANIFEST_NAME = "run_manifest.json"  # (generate.recorder's name; not imported, to keep resume a reader)
 ORIGIN_KEY = "resume_origin"
 
 

@@ -22,8 +22,7 @@ from clonebench.atomic import atomic_write_json, atomic_write_text
 from clonebench.confine import inside
 from clonebench.data.identity import input_fingerprint
 from clonebench.errors import ClonebenchError
-from clonebench.generate.journal import JOURNAL_NAME, read_events
-from clonebench.generate.recorder import MANIFEST_NAME
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, read_events
 from clonebench.hashing import sha256_file
 from clonebench.report.tables import as_number
 
