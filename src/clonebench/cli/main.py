@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from clonebench.errors import ClonebenchError
+from clonebench.redact import shown
 
 SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return modules[args.command].run(args)
     except ClonebenchError as exc:
-        print(f"clonebench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"clonebench {args.command}: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
 
 

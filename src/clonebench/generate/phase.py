@@ -12,6 +12,9 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+import anyio
+
+from clonebench.adversary.bounded import bounded_client
 from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
@@ -19,6 +22,7 @@ from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.hf import build_samples_hf
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.manifest import Selection, build_samples
+from clonebench.data.reference_length import check_reference_lengths
 from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ServerNotReadyError
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import reusable_outcomes
@@ -99,6 +103,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
     try:
         try:
             samples = load_samples(settings)
+            check_reference_lengths(samples, client.max_reference_seconds, adversary.reference_seconds,
+                                    str(settings.dataset.manifest_filename or settings.dataset.hf_path))
         except ManifestError as exc:
             recorder.record_input_failures(exc.bad_rows, exc.manifest)
             recorder.finish(RunStatus.FAILED, str(exc))
@@ -159,7 +165,15 @@ async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool
     readiness = {}
     for url in list(pool.active):
         try:
-            readiness[redact_url(url)] = scrub(await adversary.check_ready(http, url))
+            try:
+                with anyio.fail_after(adversary.client.timeout):  # a dripping probe answer, too, ends in time
+                    readiness[redact_url(url)] = scrub(await adversary.check_ready(http, url))
+            except ServerNotReadyError:
+                raise
+            except Exception as exc:  # whatever the server's answer made the probe raise: not ready, not a crash
+                reason = "no answer within adversary.timeout" if isinstance(exc, TimeoutError) else repr(exc)
+                raise ServerNotReadyError(f"{adversary.protocol} server not ready: the readiness probe of "
+                                          f"{url} failed on the server's answer: {reason}") from exc
         except ServerNotReadyError as exc:
             readiness[redact_url(url)] = {"error": scrub_credentials(str(exc))}
             if not pool.eject(url, f"not ready: {scrub_credentials(str(exc))}"):
@@ -170,7 +184,8 @@ async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool
 def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
-    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
+    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
+                         deadline=client.timeout)
     pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
                         on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
                                                                              reason=reason))
@@ -181,7 +196,8 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
     async def main() -> None:
         limits = httpx.Limits(max_connections=client.concurrency + len(pool.active),
                               max_keepalive_connections=client.concurrency + len(pool.active))
-        async with httpx.AsyncClient(timeout=_timeout(settings), headers=headers, limits=limits) as http:
+        async with bounded_client(client.max_response_bytes, timeout=_timeout(settings), headers=headers,
+                                  limits=limits) as http:
             recorder.extra["readiness"] = await check_endpoints(adversary, http, pool)
             if client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
