@@ -35,6 +35,9 @@ from clonebench.records import Attempt
 from clonebench.redact import redact
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+# the total deadline fires this much after adversary.timeout, so that a server silent for the whole timeout is
+# journaled as the ReadTimeout it is (httpx's idle timeout fires first) and a dripping one as AttemptDeadline
+DEADLINE_GRACE_S = 0.1
 
 
 class AttemptFailed(Exception):
@@ -111,7 +114,7 @@ async def _exchange(http: httpx.AsyncClient, request: PreparedRequest, attempt: 
 async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt,
                        deadline: float | None = None) -> tuple[bytes, WavInfo]:
     try:
-        with anyio.fail_after(deadline):
+        with anyio.fail_after(None if deadline is None else deadline + DEADLINE_GRACE_S):
             code, headers, body = await _exchange(http, request, attempt)
     except TimeoutError as exc:
         raise RetryableFailure("unknown_outcome", "AttemptDeadline",
