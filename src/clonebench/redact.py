@@ -9,7 +9,8 @@ terminal cannot drive it.
   a short password never eats into a sha256); one shorter than 4 characters is removed only inside URLs.
 - ``escape_terminal(text)`` shows control characters (ANSI ESC, ``\\r``, backspace, bell, C1 controls,
   bidirectional overrides and other invisible format characters) as visible escapes such as ``\\x1b``.
-- ``install_log_redaction()`` puts both on every handler of the root logger (the console and ``run_vc.log``).
+- ``install_log_redaction()`` puts both on every handler of the root logger (the console and ``run_vc.log``);
+  ``TerminalWriter`` on a stream (the ``clonebench`` commands' stdout).
 """
 
 from __future__ import annotations
@@ -126,6 +127,20 @@ def escape_terminal(text: str, keep_newlines: bool = False) -> str:
 def shown(text: Any, keep_newlines: bool = False) -> str:
     """Untrusted text as it may be shown on a terminal: redacted, then escaped."""
     return escape_terminal(redact(str(text)), keep_newlines)
+
+
+class TerminalWriter:
+    """A text stream that redacts and escapes what is written to it (``clonebench`` commands' stdout)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(shown(text, keep_newlines=True))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 class RedactingFilter(logging.Filter):

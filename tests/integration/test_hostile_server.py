@@ -151,3 +151,72 @@ def test_echo_body_is_json_of_request_headers(server):
     response = httpx.post(server.url + "/v1/tts", content=json.dumps({"text": "x", "references": []}),
                           headers={"Content-Type": "application/json", "X-Probe": "1"})
     assert response.status_code == 500 and response.json()["request_headers"]["X-Probe"] == "1"
+
+
+class _HostileProbe:
+    """A server whose every answer (readiness probes included) is one fixed hostile answer."""
+
+    def __init__(self, answer):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                try:
+                    answer(self)
+                except OSError:
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _json_answer(body: bytes):
+    def answer(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+    return answer
+
+
+def _drip_answer(handler):
+    import time
+
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    for _ in range(1000):
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("answer, reason", [
+    (_json_answer(b"[" * 200_000), "RecursionError"),                    # the JSON reader's own limit
+    (_json_answer(b" " * (CAP + 10)), "ResponseTooLarge"),
+    (_drip_answer, "no answer within adversary.timeout=1.5"),
+])
+def test_a_hostile_readiness_answer_is_a_clear_not_ready(tmp_path, dataset, answer, reason):
+    from clonebench.errors import ServerNotReadyError
+
+    probe = _HostileProbe(answer)
+    try:
+        with pytest.raises(ServerNotReadyError, match=reason):
+            generate_run(tmp_path, dataset, probe.url, *ONE, "adversary.timeout=1.5")
+    finally:
+        probe.close()
+    assert load_manifest(tmp_path / "results" / "run")["status"] == "failed"

@@ -35,7 +35,7 @@ async def _resend(settings, samples, journaled, repeats):
     from clonebench.adversary.bounded import bounded_client
     from clonebench.adversary.registry import adversary_class
     from clonebench.adversary.transport import RetryPolicy, send
-    from clonebench.generate.phase import api_key_headers
+    from clonebench.generate.phase import api_key_headers, probe_ready
     from clonebench.generate.runner import synthesis_input
 
     client = settings.client
@@ -45,7 +45,7 @@ async def _resend(settings, samples, journaled, repeats):
     report = []
     async with bounded_client(client.max_response_bytes, timeout=client.timeout,
                               headers=api_key_headers(client.api_key_env)) as http:
-        await adversary.check_ready(http, client.endpoint_url)
+        await probe_ready(adversary, http, client.endpoint_url)
         for sample, outcome in samples:
             request = adversary.prepare(synthesis_input(sample))
             outputs = []

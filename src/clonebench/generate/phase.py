@@ -160,20 +160,27 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         signal.signal(signal.SIGTERM, previous)
 
 
+async def probe_ready(adversary, http: httpx.AsyncClient, url: str) -> dict:
+    """``adversary.check_ready`` within ``adversary.timeout`` in all; whatever a server's answer makes the probe
+    raise (a dripping, malformed or oversized answer) is a ServerNotReadyError naming it, never a crash."""
+    try:
+        with anyio.fail_after(adversary.client.timeout):
+            return await adversary.check_ready(http, url)
+    except ServerNotReadyError:
+        raise
+    except Exception as exc:
+        reason = f"no answer within adversary.timeout={adversary.client.timeout:g} s" \
+            if isinstance(exc, TimeoutError) else repr(exc)
+        raise ServerNotReadyError(f"{adversary.protocol} server not ready: the readiness probe of {url} failed on "
+                                  f"the server's answer: {reason}") from exc
+
+
 async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool) -> dict:
     """Readiness of every endpoint; one that fails is taken out (the run fails only when none is ready)."""
     readiness = {}
     for url in list(pool.active):
         try:
-            try:
-                with anyio.fail_after(adversary.client.timeout):  # a dripping probe answer, too, ends in time
-                    readiness[redact_url(url)] = scrub(await adversary.check_ready(http, url))
-            except ServerNotReadyError:
-                raise
-            except Exception as exc:  # whatever the server's answer made the probe raise: not ready, not a crash
-                reason = "no answer within adversary.timeout" if isinstance(exc, TimeoutError) else repr(exc)
-                raise ServerNotReadyError(f"{adversary.protocol} server not ready: the readiness probe of "
-                                          f"{url} failed on the server's answer: {reason}") from exc
+            readiness[redact_url(url)] = scrub(await probe_ready(adversary, http, url))
         except ServerNotReadyError as exc:
             readiness[redact_url(url)] = {"error": scrub_credentials(str(exc))}
             if not pool.eject(url, f"not ready: {scrub_credentials(str(exc))}"):
