@@ -31,7 +31,7 @@ ANSWERS = {
     "Content-Length: 12abc": {"kind": "bad_header", "variant": "content_length"},
 }
 ONE_ATTEMPT = r"""
-import asyncio, json, re, resource, sys, time
+import asyncio, json, re, sys
 import httpx
 from clonebench.adversary.base import PreparedRequest
 from clonebench.adversary.bounded import bounded_client
@@ -40,7 +40,13 @@ from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
 url, cap, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 body = json.dumps({"text": "A hostile answer.", "references": [], "format": "wav"}).encode()
 request = PreparedRequest("POST", url, body, {"Content-Type": "application/json"})
-base = int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS:")).split()[1])
+def status_kb(field):
+    return int(next(l for l in open("/proc/self/status") if l.startswith(field)).split()[1])
+
+def peak_kb():
+    return status_kb("VmHWM:")
+
+base = status_kb("VmRSS:")
 
 async def main():
     async with bounded_client(cap, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))) as http:
@@ -57,7 +63,7 @@ held = size if size is not None else cap + 1 if attempt.error_class == "Response
     else int(read.group(1)) if read else 0 if "declared" in (attempt.error or "") else attempt.response_bytes
 print(json.dumps({"outcome": attempt.outcome, "error_class": attempt.error_class,
                   "duration_s": round(attempt.duration_s, 2), "held_bytes": held,
-                  "rss_growth_mib": round((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024, 1)}))
+                  "rss_growth_mib": round((peak_kb() - base) / 1024, 1)}))
 """
 
 

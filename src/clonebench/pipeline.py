@@ -93,10 +93,12 @@ def results_table(metrics: dict) -> str:
 
 
 def redact_hydra_record(run_dir: Path) -> None:
-    """Hydra records the command line in ``.hydra/`` before the run starts: rewrite it without secrets."""
+    """Hydra records the command line in ``.hydra/`` (and a sweep's ``multirun.yaml``) before the run starts:
+    rewrite them without secrets."""
     from clonebench.atomic import atomic_write_text
 
-    for path in sorted((run_dir / ".hydra").glob("*.yaml")):
+    sweep_record = run_dir.parent / "multirun.yaml"
+    for path in sorted((run_dir / ".hydra").glob("*.yaml")) + ([sweep_record] if sweep_record.is_file() else []):
         text = path.read_text(encoding="utf-8", errors="replace")
         if redact(text) != text:
             atomic_write_text(path, redact(text))
@@ -121,6 +123,12 @@ def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
         print(f"clonebench: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
     except Exception as exc:
+        from clonebench.generate.phase import _Terminated
+
+        if isinstance(exc, _Terminated):  # SIGTERM: the run is recorded as interrupted and resumable
+            log.warning("terminated (%s): resume with vc.resume_from=%s", exc, run_dir)
+            print(f"clonebench: terminated ({exc}); resume with vc.resume_from={shown(run_dir)}", file=sys.stderr)
+            return 128 + 15
         log.exception("unexpected error")
         print(f"clonebench: unexpected error: {shown(f'{type(exc).__name__}: {exc}')} (traceback in the run's "
               "log)", file=sys.stderr)

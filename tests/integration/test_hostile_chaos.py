@@ -32,7 +32,7 @@ HOSTILE = [
     ({"kind": "bad_header", "variant": "content_length"}, "unknown_outcome", "RemoteProtocolError"),
 ]
 RUNNER = """
-import resource, runpy, sys
+import runpy, sys
 sys.argv = sys.argv[1:]
 import clonebench.pipeline, clonebench.generate.phase, clonebench.settings, clonebench.adversary.fish_s2_http  # noqa
 import hydra, httpx, numpy, soundfile, tenacity, tqdm  # noqa: loaded before the baseline
@@ -42,7 +42,9 @@ try:
     code = 0
 except SystemExit as exc:
     code = exc.code
-print(f"RSS_KB {base} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
+# VmHWM, not ru_maxrss: ru_maxrss keeps the parent's size from before exec (a pytest process with models loaded)
+peak = int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
+print(f"RSS_KB {base} {peak}", flush=True)
 sys.exit(code)
 """
 
@@ -127,7 +129,7 @@ def test_a_generate_run_against_every_hostile_answer(tmp_path, dataset, monkeypa
     assert text.returncode == 0 and as_json.returncode == 0
     _assert_no_secret(KEY, tmp_path, result.stdout, result.stderr, text.stdout, as_json.stdout)
     assert "[redacted]" in json.dumps(manifest["sample_errors"])
-    for out in (text.stdout, result.stdout, result.stderr):
+    for out in (text.stdout, result.stdout, result.stderr, (run_dir / "run_vc.log").read_text()):
         assert "\x1b[2J" not in out and "\x1b]0;" not in out
 
 
