@@ -1,6 +1,18 @@
 import logging
 
+import pytest
+
 from clonebench import redact as r
+
+
+@pytest.fixture(autouse=True)
+def _restore_registry():
+    """Secrets registered here must not redact other tests' text (the registry is process-wide)."""
+    saved, pattern = set(r._secrets), r._pattern
+    yield
+    r._secrets.clear()
+    r._secrets.update(saved)
+    r._pattern = pattern
 
 
 def test_url_credentials_are_removed_wherever_they_appear():
