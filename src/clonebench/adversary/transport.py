@@ -128,6 +128,8 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
             httpx.WriteTimeout) as exc:
         raise RetryableFailure("unknown_outcome", type(exc).__name__,
                                f"request sent, response lost: {exc!r}") from exc
+    except httpx.HTTPError as exc:  # any other transport failure a server can cause (e.g. a close error)
+        raise RetryableFailure("unknown_outcome", type(exc).__name__, f"request sent, response lost: {exc!r}") from exc
     attempt.status_code = code
     attempt.response_bytes = len(body)
     attempt.response_sha256 = sha256_bytes(body)

@@ -9,10 +9,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 from tqdm import tqdm
-
-import anyio
 
 from clonebench.adversary.bounded import bounded_client
 from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
