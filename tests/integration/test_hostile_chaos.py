@@ -113,6 +113,10 @@ def test_a_generate_run_against_every_hostile_answer(tmp_path, dataset, monkeypa
         assert (attempt["outcome"], attempt["error_class"]) == (outcome, error_class), fault
         if error_class == "AttemptDeadline":
             assert attempt["duration_s"] < 4.0
+        if error_class == "ResponseTooLarge":
+            assert attempt["response_bytes"] <= CAP + 65536
+        print(f"{fault['kind']:<16} {attempt['outcome']:<16} {attempt['error_class']:<20} "
+              f"{attempt['duration_s']:.2f} s, {attempt.get('response_bytes')} body bytes read")
     manifest = load_manifest(run_dir)
     assert manifest["status"] == "failed" and len(manifest["sample_errors"]) == len(HOSTILE)
     # memory: the peak over the resident size before the run, far below the 2 GiB bodies (the cap is 8 MB)

@@ -47,8 +47,9 @@ def test_a_body_over_the_cap_is_a_permanent_failure_read_no_further(tmp_path, da
     assert len(attempts) == 1 and attempts[0]["outcome"] == "permanent"
     assert attempts[0]["error_class"] == "ResponseTooLarge"
     assert "adversary.max_response_bytes" in attempts[0]["error"] and f"{CAP}" in attempts[0]["error"]
-    held = attempts[0].get("response_bytes")
-    assert held is None or held <= CAP + 65536  # never more than the cap (and one network read) was held
+    held = attempts[0]["response_bytes"]  # body bytes received before the refusal
+    assert held <= CAP + 65536  # never more than the cap (and one network read) was held
+    assert held == 0 if "Content-Length" in attempts[0]["error"] else held > 0
 
 
 def test_a_declared_oversized_body_is_refused_before_reading(tmp_path, dataset, server):

@@ -36,9 +36,10 @@ class ResponseRefused(httpx.TransportError):
 
 
 class ResponseTooLarge(ResponseRefused):
-    """The answer is larger than ``adversary.max_response_bytes``."""
+    """The answer is larger than ``adversary.max_response_bytes``; ``bytes_read``: body bytes received by then."""
 
     error_class = "ResponseTooLarge"
+    bytes_read = 0
 
 
 def _too_large(what: str, limit: int, request: httpx.Request) -> ResponseTooLarge:
@@ -90,10 +91,14 @@ class BoundedStream(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self.inner:
             self.raw += len(chunk)
-            if self.raw > self.limit:
-                raise _too_large(f"the body (more than {self.raw} bytes read)", self.limit, self.request)
-            if self.inflater is not None:
-                chunk = self.inflater.feed(chunk)
+            try:
+                if self.raw > self.limit:
+                    raise _too_large(f"the body (more than {self.raw} bytes read)", self.limit, self.request)
+                if self.inflater is not None:
+                    chunk = self.inflater.feed(chunk)
+            except ResponseTooLarge as exc:
+                exc.bytes_read = self.raw
+                raise
             if chunk:
                 yield chunk
 

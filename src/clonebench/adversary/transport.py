@@ -121,6 +121,7 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
                                f"no complete answer within adversary.timeout={deadline:g} s (a total deadline for "
                                "the attempt: connect, send, wait and read); request sent, response lost") from exc
     except ResponseRefused as exc:
+        attempt.response_bytes = getattr(exc, "bytes_read", None)  # what was read before refusing (at most the cap)
         raise AttemptFailed("permanent", exc.error_class, str(exc)) from exc
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
