@@ -61,7 +61,10 @@ def dumps(payload: Any, rows_key: str = "samples") -> str:
 
 
 def atomic_write_json(path: Path, payload: Any) -> None:
-    atomic_write_bytes(path, dumps(payload).encode("utf-8"))
+    """``payload`` as JSON, atomically, with every string redacted (manifests never hold a secret)."""
+    from clonebench.redact import redact_value
+
+    atomic_write_bytes(path, dumps(redact_value(payload)).encode("utf-8"))
 
 
 def atomic_write_text(path: Path, text: str) -> None:

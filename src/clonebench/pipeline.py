@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from clonebench.errors import ClonebenchError, ConfigError
 from clonebench.provenance import environment_provenance
 from clonebench.records import RunStatus
+from clonebench.redact import install_log_redaction, redact, shown
 from clonebench.settings import RunSettings, read_settings
 
 log = logging.getLogger("clonebench")
@@ -92,15 +93,47 @@ def results_table(metrics: dict) -> str:
     return "\n".join(lines)
 
 
+def redact_hydra_record(run_dir: Path) -> None:
+    """Hydra records the command line in ``.hydra/`` (and a sweep's ``multirun.yaml``) before the run starts:
+    rewrite them without secrets."""
+    from clonebench.atomic import atomic_write_text
+
+    sweep_record = run_dir.parent / "multirun.yaml"
+    for path in sorted((run_dir / ".hydra").glob("*.yaml")) + ([sweep_record] if sweep_record.is_file() else []):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if redact(text) != text:
+            atomic_write_text(path, redact(text))
+
+
 def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
-    """Run and turn user-facing errors into one clear line and exit status 2 (1 for a failed/partial run)."""
+    """Run and turn user-facing errors into one clear line and exit status 2 (1 for a failed/partial run).
+
+    Everything shown or logged passes through ``clonebench.redact`` (secrets removed, control characters
+    escaped); an unexpected error is logged with its (redacted) traceback and reported in one line (exit 3).
+    """
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress bar
+    install_log_redaction()
+    redact_hydra_record(run_dir)  # URL credentials at once (a killed run leaves none); registered secrets after
     try:
-        result = run(cfg, run_dir, source)
+        try:
+            result = run(cfg, run_dir, source)
+        finally:
+            redact_hydra_record(run_dir)  # the secrets are registered once the settings are read
     except ClonebenchError as exc:
         log.error("%s", exc)
-        print(f"clonebench: error: {exc}", file=sys.stderr)
+        print(f"clonebench: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from clonebench.generate.phase import _Terminated
+
+        if isinstance(exc, _Terminated):  # SIGTERM: the run is recorded as interrupted and resumable
+            log.warning("terminated (%s): resume with vc.resume_from=%s", exc, run_dir)
+            print(f"clonebench: terminated ({exc}); resume with vc.resume_from={shown(run_dir)}", file=sys.stderr)
+            return 128 + 15
+        log.exception("unexpected error")
+        print(f"clonebench: unexpected error: {shown(f'{type(exc).__name__}: {exc}')} (traceback in the run's "
+              "log)", file=sys.stderr)
+        return 3
     if result.generation is not None:
         print(f"run {result.generation.value}: {run_dir}")
     if result.evaluation is not None:

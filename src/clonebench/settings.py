@@ -8,9 +8,11 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from clonebench.adversary.bounded import DEFAULT_MAX_RESPONSE_BYTES
 from clonebench.config_reader import ConfigReader
 from clonebench.data.identity import SEED_MAX
 from clonebench.errors import ConfigError
+from clonebench.redact import has_url_credentials, redact, register_client_secrets
 
 DEFAULT_SEED = 42
 SEED_KEYS = ("seed", "adversary.seed", "vc.seed")
@@ -50,6 +52,8 @@ class ClientSettings:
     service_checkpoint_path: Path | None
     service_codec_checkpoint_path: Path | None
     measure: str = "quality"             # quality | ttfb (timing mode: streamed requests, latency figures)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # no answer is read past this (adversary/bounded.py)
+    max_reference_seconds: float | None = 60.0            # longer references are refused at validation
 
 
 @dataclass(frozen=True)
@@ -116,13 +120,20 @@ def read_client(reader: ConfigReader) -> ClientSettings:
     urls = tuple(str(u) for u in several) if several else (endpoint,)
     for key, url in [("adversary.endpoint_url", endpoint)] + [("adversary.endpoint_urls", u) for u in urls]:
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"{reader.source}: {key} has {url!r}; every endpoint must be an http(s) URL")
+            raise ConfigError(f"{reader.source}: {key} has {redact(url)!r}; every endpoint must be an http(s) URL")
+    api_key_env = reader.str("adversary.api_key_env", None, allow_none=True)
+    if api_key_env and any(has_url_credentials(u) for u in urls):
+        raise ConfigError(f"{reader.source}: an endpoint URL carries credentials (user:password@) and "
+                          f"adversary.api_key_env={api_key_env} is set too: HTTP sends one Authorization header, so "
+                          "one of them would be silently dropped. Keep one: remove user:password@ from the URL, or "
+                          "set adversary.api_key_env=null")
+    register_client_secrets(urls, api_key_env)  # from now on redacted from every artifact, log line and message
     return ClientSettings(
         protocol=reader.str("adversary.protocol"),
         endpoint_url=urls[0],
         endpoint_urls=urls,
         endpoint_eject_after=reader.int("adversary.endpoint_eject_after", 3, minimum=1),
-        api_key_env=reader.str("adversary.api_key_env", None, allow_none=True),
+        api_key_env=api_key_env,
         timeout=reader.float("adversary.timeout", minimum=0.001),
         request_attempts=reader.int("adversary.request_attempts", minimum=1, maximum=100),
         retry_initial_delay=reader.float("adversary.retry_initial_delay", minimum=0.0),
@@ -134,6 +145,8 @@ def read_client(reader: ConfigReader) -> ClientSettings:
         service_checkpoint_path=reader.path("adversary.service_checkpoint_path", None),
         service_codec_checkpoint_path=reader.path("adversary.service_codec_checkpoint_path", None),
         measure=reader.str("adversary.measure", "quality", choices=("quality", "ttfb")),
+        max_response_bytes=reader.int("adversary.max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES, minimum=1024),
+        max_reference_seconds=reader.float("adversary.max_reference_seconds", 60.0, minimum=0.001, allow_none=True),
     )
 
 

@@ -71,3 +71,7 @@ class Adversary(ABC):
         return {"protocol": self.protocol, **self.params, "measure": self.client.measure}
 
     supports_timing: ClassVar[bool] = False
+
+    # the reference durations (seconds, min, max; None: no bound) this protocol's server accepts; checked at
+    # validation together with adversary.max_reference_seconds (data/reference_length.py)
+    reference_seconds: ClassVar[tuple[float | None, float | None]] = (None, None)

@@ -9,31 +9,22 @@ logged (and journaled) reason; the last active endpoint is never taken out.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import re
 import threading
 from collections.abc import Callable
-from typing import Any
+
+from clonebench.redact import redact, redact_value
 
 log = logging.getLogger(__name__)
 
 
 def redact_url(url: str) -> str:
-    """The URL without ``user:password@``, which must not reach an artifact."""
-    import httpx
-
-    return str(httpx.URL(url).copy_with(userinfo=b""))
+    """The URL without ``user:password@``, which must not reach an artifact (see ``clonebench.redact``)."""
+    return redact(url)
 
 
-def scrub(value: Any) -> Any:
-    """Any JSON-like value with credentials removed from every URL in its strings."""
-    return json.loads(scrub_credentials(json.dumps(value)))
-
-
-def scrub_credentials(text: str) -> str:
-    """``text`` with the ``user:password@`` of every URL in it removed (error messages name URLs)."""
-    return re.sub(r"(?<=://)[^/@\s'\"]+@", "", text)
+scrub = redact_value          # kept names: every redaction goes through clonebench.redact
+scrub_credentials = redact
 
 
 class EndpointPool:

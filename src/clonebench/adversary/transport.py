@@ -4,28 +4,40 @@ Classification:
 - transient (retried): connect errors and timeouts (request not sent), HTTP 408 425 429 500 502 503 504;
 - unknown_outcome (retried, and recorded as such): the request was sent but the response was lost:
   read timeout, connection reset or closed after the body was written, a body cut short;
-- permanent (not retried): 3xx, any other 4xx/5xx, a 2xx whose body is not a valid WAV.
+- permanent (not retried): 3xx, any other 4xx/5xx, a 2xx whose body is not a valid WAV, an answer over
+  ``adversary.max_response_bytes`` or in an encoding the client did not ask for (``bounded.py``).
 Backoff is tenacity's exponential backoff with jitter; a ``Retry-After`` header (seconds or
-HTTP date) lengthens the wait up to ``retry_max_delay``.
+HTTP date) lengthens the wait up to ``retry_max_delay``; a malformed one is ignored (normal backoff).
+``RetryPolicy.deadline`` (``adversary.timeout``) bounds each whole attempt, connect to last byte: a server
+that drips its answer fails at the deadline (``AttemptDeadline``, an unknown outcome) however quick each read is.
+Nothing a server sends raises out of ``send``: every answer ends as an ok or a classified failed attempt.
 """
 
 from __future__ import annotations
 
+import datetime
 import email.utils
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from clonebench.adversary.base import PreparedRequest
+from clonebench.adversary.bounded import ResponseRefused
 from clonebench.adversary.endpoints import EndpointPool
 from clonebench.data.audio import InvalidAudio, WavInfo, validate_wav
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Attempt
+from clonebench.redact import redact
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+# the total deadline fires this much after adversary.timeout, so that a server silent for the whole timeout is
+# journaled as the ReadTimeout it is (httpx's idle timeout fires first) and a dripping one as AttemptDeadline
+DEADLINE_GRACE_S = 0.1
 
 
 class AttemptFailed(Exception):
@@ -47,6 +59,7 @@ class RetryPolicy:
     attempts: int
     initial_delay: float
     max_delay: float
+    deadline: float | None = None  # seconds one whole attempt may take (adversary.timeout); None: no total bound
 
     def wait(self):
         backoff = wait_exponential_jitter(multiplier=self.initial_delay, max=self.max_delay, jitter=self.initial_delay)
@@ -60,18 +73,26 @@ class RetryPolicy:
 
 
 def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or an HTTP date); None when malformed."""
+    value = (value or "").strip()
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+            if parsed.tzinfo is None:  # HTTP dates are GMT
+                parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+            seconds = parsed.timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError, IndexError, OSError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _summarise(body: bytes) -> str:
     text = body[:300].decode("utf-8", "replace").replace("\n", " ")
-    return text + ("..." if len(body) > 300 else "")
+    return redact(text + ("..." if len(body) > 300 else ""))
 
 
 async def _exchange(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt) -> tuple[int, httpx.Headers, bytes]:
@@ -90,15 +111,26 @@ async def _exchange(http: httpx.AsyncClient, request: PreparedRequest, attempt: 
         return response.status_code, response.headers, b"".join(chunks)
 
 
-async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt) -> tuple[bytes, WavInfo]:
+async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt,
+                       deadline: float | None = None) -> tuple[bytes, WavInfo]:
     try:
-        code, headers, body = await _exchange(http, request, attempt)
+        with anyio.fail_after(None if deadline is None else deadline + DEADLINE_GRACE_S):
+            code, headers, body = await _exchange(http, request, attempt)
+    except TimeoutError as exc:
+        raise RetryableFailure("unknown_outcome", "AttemptDeadline",
+                               f"no complete answer within adversary.timeout={deadline:g} s (a total deadline for "
+                               "the attempt: connect, send, wait and read); request sent, response lost") from exc
+    except ResponseRefused as exc:
+        attempt.response_bytes = getattr(exc, "bytes_read", None)  # what was read before refusing (at most the cap)
+        raise AttemptFailed("permanent", exc.error_class, str(exc)) from exc
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
     except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
             httpx.WriteTimeout) as exc:
         raise RetryableFailure("unknown_outcome", type(exc).__name__,
                                f"request sent, response lost: {exc!r}") from exc
+    except httpx.HTTPError as exc:  # any other transport failure a server can cause (e.g. a close error)
+        raise RetryableFailure("unknown_outcome", type(exc).__name__, f"request sent, response lost: {exc!r}") from exc
     attempt.status_code = code
     attempt.response_bytes = len(body)
     attempt.response_sha256 = sha256_bytes(body)
@@ -114,6 +146,9 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
         return body, validate_wav(body)
     except InvalidAudio as exc:
         raise AttemptFailed("permanent", "InvalidAudio", f"HTTP {code} but {exc}", code) from exc
+    except Exception as exc:  # whatever else the server's bytes make a reader raise: a failed attempt, not a crash
+        raise AttemptFailed("permanent", "InvalidAudio", f"HTTP {code} but the body cannot be read as audio: "
+                            f"{type(exc).__name__}: {exc}", code) from exc
 
 
 async def send(
@@ -148,7 +183,7 @@ async def send(
                 on_start(attempt)
                 started = time.perf_counter()
                 try:
-                    body, info = await _one_attempt(http, request, attempt)
+                    body, info = await _one_attempt(http, request, attempt, policy.deadline)
                     attempt.outcome = "ok"
                 except AttemptFailed as exc:
                     attempt.outcome, attempt.error_class, attempt.error = exc.outcome, exc.error_class, str(exc)

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from clonebench.errors import ClonebenchError
+from clonebench.redact import TerminalWriter, shown
 
 SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
@@ -36,11 +37,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 def main(argv: list[str] | None = None) -> int:
     parser, modules = build_parser()
     args = parser.parse_args(argv)
+    stdout, sys.stdout = sys.stdout, TerminalWriter(sys.stdout)  # manifest and journal text is untrusted
     try:
         return modules[args.command].run(args)
     except ClonebenchError as exc:
-        print(f"clonebench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"clonebench {args.command}: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

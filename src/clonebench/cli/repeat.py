@@ -32,19 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _resend(settings, samples, journaled, repeats):
-    import httpx
-
+    from clonebench.adversary.bounded import bounded_client
     from clonebench.adversary.registry import adversary_class
     from clonebench.adversary.transport import RetryPolicy, send
-    from clonebench.generate.phase import api_key_headers
+    from clonebench.generate.phase import api_key_headers, probe_ready
     from clonebench.generate.runner import synthesis_input
 
     client = settings.client
     adversary = adversary_class(client.protocol)(client, settings.adversary_params)
-    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
+    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
+                         deadline=client.timeout)
     report = []
-    async with httpx.AsyncClient(timeout=client.timeout, headers=api_key_headers(client.api_key_env)) as http:
-        await adversary.check_ready(http, client.endpoint_url)
+    async with bounded_client(client.max_response_bytes, timeout=client.timeout,
+                              headers=api_key_headers(client.api_key_env)) as http:
+        await probe_ready(adversary, http, client.endpoint_url)
         for sample, outcome in samples:
             request = adversary.prepare(synthesis_input(sample))
             outputs = []

@@ -1,13 +1,16 @@
 """Show a run's status, coverage (generated / requested) and the errors of failed samples.
 
 The journal is read as the source of truth, so a run that was killed shows what it really
-finished, even where its run_manifest.json still says "running".
+finished, even where its run_manifest.json still says "running". Everything printed comes from files a
+server's answers reached: it is redacted and its control characters are shown as escapes
+(``clonebench.redact.shown``), so an error body cannot clear the screen or fake a line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from clonebench.errors import ClonebenchError
 from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
 from clonebench.records import SampleStatus
+from clonebench.redact import redact_value, register_secret, shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +31,9 @@ def summarise(run_dir: Path) -> dict:
     if not manifest_path.is_file():
         raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME}; is this a run directory?")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    key_env = ((manifest.get("config") or {}).get("adversary") or {}).get("api_key_env")
+    if isinstance(key_env, str) and key_env:
+        register_secret(os.environ.get(key_env))  # in case an older run recorded it
     journal = run_dir / JOURNAL_NAME
     events = list(read_events(journal))
     outcomes = final_outcomes(events)
@@ -56,20 +63,22 @@ def summarise(run_dir: Path) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    summary = summarise(args.run_dir)
+    summary = redact_value(summarise(args.run_dir))
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2))  # ASCII-only: JSON escapes every control character
         return 0
-    print(f"run      {summary['run_dir']}")
-    print(f"status   {summary['status']}")
-    print(f"coverage {summary['generated']}/{summary['requested']} generated ({summary['coverage']:.1%}), "
-          f"{summary['attempts']} attempts")
+    say = lambda *fields: print("".join(shown(f) for f in fields))  # noqa: E731 - one escaped line
+    say("run      ", summary["run_dir"])
+    say("status   ", summary["status"])
+    say(f"coverage {summary['generated']}/{summary['requested']} generated ({summary['coverage']:.1%}), "
+        f"{summary['attempts']} attempts")
     for status, count in summary["statuses"].items():
-        print(f"  {status:<30} {count}")
+        say(f"  {shown(status):<30} {count}")
     for failure in summary["input_failures"]:
-        print(f"input_failed row {failure['row_number']}: {failure['error']}")
+        say(f"input_failed row {failure.get('row_number')}: ", failure.get("error"))
     for error in summary["run_errors"]:
-        print(f"run error: {error}")
+        say("run error: ", error)
     for error in summary["sample_errors"]:
-        print(f"failed {error['pair_id']} after {error['attempts']} attempt(s): {error['error_class']}: {error['error']}")
+        say("failed ", error["pair_id"], f" after {error['attempts']} attempt(s): ", error["error_class"], ": ",
+            error["error"])
     return 0

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clonebench.errors import JournalError
 from clonebench.records import SampleOutcome
+from clonebench.redact import redact_value
 
 JOURNAL_NAME = "sample_events.jsonl"
 MANIFEST_NAME = "run_manifest.json"  # the run's summary, written by generate.recorder
@@ -45,7 +46,7 @@ class Journal:
     def append(self, event: str, sync: bool = True, **fields) -> None:
         """Append one event; ``sync=False`` defers the fsync to the next ``sync()`` (for events that can be
         re-derived after a crash, such as reused audio)."""
-        record = {"event": event, "ts": round(time.time(), 6), **fields}
+        record = redact_value({"event": event, "ts": round(time.time(), 6), **fields})  # no secret is journaled
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             size = os.fstat(self._fd).st_size

@@ -9,15 +9,18 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 from tqdm import tqdm
 
+from clonebench.adversary.bounded import bounded_client
 from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.atomic import DiskFullError, is_disk_full
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.selection import load_samples
+from clonebench.data.reference_length import check_reference_lengths
 from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ServerNotReadyError
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
@@ -95,6 +98,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
                 locks.source(source, run_dir)
         try:
             samples = load_samples(settings)
+            check_reference_lengths(samples, client.max_reference_seconds, adversary.reference_seconds,
+                                    str(settings.dataset.manifest_filename or settings.dataset.hf_path))
         except ManifestError as exc:
             recorder.record_input_failures(exc.bad_rows, exc.manifest)
             recorder.finish(RunStatus.FAILED, str(exc))
@@ -177,12 +182,27 @@ def _finish_on_full_disk(recorder: RunRecorder, message: str) -> None:
         log.error("could not update %s either (%s); `clonebench status` reads the journal", recorder.run_dir, exc)
 
 
+async def probe_ready(adversary, http: httpx.AsyncClient, url: str) -> dict:
+    """``adversary.check_ready`` within ``adversary.timeout`` in all; whatever a server's answer makes the probe
+    raise (a dripping, malformed or oversized answer) is a ServerNotReadyError naming it, never a crash."""
+    try:
+        with anyio.fail_after(adversary.client.timeout):
+            return await adversary.check_ready(http, url)
+    except ServerNotReadyError:
+        raise
+    except Exception as exc:
+        reason = f"no answer within adversary.timeout={adversary.client.timeout:g} s" \
+            if isinstance(exc, TimeoutError) else repr(exc)
+        raise ServerNotReadyError(f"{adversary.protocol} server not ready: the readiness probe of {url} failed on "
+                                  f"the server's answer: {reason}") from exc
+
+
 async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool) -> dict:
     """Readiness of every endpoint; one that fails is taken out (the run fails only when none is ready)."""
     readiness = {}
     for url in list(pool.active):
         try:
-            readiness[redact_url(url)] = scrub(await adversary.check_ready(http, url))
+            readiness[redact_url(url)] = scrub(await probe_ready(adversary, http, url))
         except ServerNotReadyError as exc:
             readiness[redact_url(url)] = {"error": scrub_credentials(str(exc))}
             if not pool.eject(url, f"not ready: {scrub_credentials(str(exc))}"):
@@ -193,7 +213,8 @@ async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool
 def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
-    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
+    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
+                         deadline=client.timeout)
     pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
                         on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
                                                                              reason=reason))
@@ -204,7 +225,8 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
     async def main() -> None:
         limits = httpx.Limits(max_connections=client.concurrency + len(pool.active),
                               max_keepalive_connections=client.concurrency + len(pool.active))
-        async with httpx.AsyncClient(timeout=_timeout(settings), headers=headers, limits=limits) as http:
+        async with bounded_client(client.max_response_bytes, timeout=_timeout(settings), headers=headers,
+                                  limits=limits) as http:
             recorder.extra["readiness"] = await check_endpoints(adversary, http, pool)
             if client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}

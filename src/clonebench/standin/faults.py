@@ -9,6 +9,8 @@ Kinds:
 - ``nan``: 200 with a float WAV that holds NaN samples;
 - ``ignore_reference``: synthesize in a fixed voice, as a server with an empty reference folder does;
 - ``wav_truncated_header``: 200 with a WAV whose data chunk declares more bytes than it has.
+- hostile answers (``oversized``, ``endless``, ``drip``, ``compressed_bomb``, ``bad_header``, ``ansi``,
+  ``echo_headers``): see ``hostile.py``;
 - ``none``: no fault (queue it first to let N requests through, e.g. a reference check's);
 A fault with ``"times": N`` applies to the next N requests.
 """
@@ -18,8 +20,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from clonebench.standin.hostile import KINDS as HOSTILE_KINDS
+
 KINDS = frozenset({"none", "status", "delay", "reset", "truncate", "not_wav", "nan", "ignore_reference",
-                   "wav_truncated_header"})
+                   "wav_truncated_header"}) | HOSTILE_KINDS
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pathlib import Path
 
 
 from clonebench.data.audio import InvalidAudio
-from clonebench.standin import openai_api, s2cpp_api, voice, wavs
+from clonebench.standin import hostile, openai_api, s2cpp_api, voice, wavs
 from clonebench.standin.faults import FaultPlan
 from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
 
@@ -218,6 +218,8 @@ class Handler(BaseHTTPRequestHandler):
         kind = fault.get("kind")
         if kind == "reset":
             return self._reset()
+        if kind in hostile.KINDS:
+            return hostile.answer(self, fault, lambda: self._synthesize(request, ignore_reference=False))
         if kind == "delay":
             time.sleep(float(fault.get("seconds", 1.0)))
         if kind == "status":
