@@ -50,6 +50,8 @@ class ClientSettings:
     service_checkpoint_path: Path | None
     service_codec_checkpoint_path: Path | None
     measure: str = "quality"             # quality | ttfb (timing mode: streamed requests, latency figures)
+    ready_timeout: float = 300.0         # seconds to poll a server that is still starting (loading its model)
+    service_record: Path | None = None   # JSON written by scripts/serve_*.py: the server's exact command line
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ def read_client(reader: ConfigReader) -> ClientSettings:
         service_checkpoint_path=reader.path("adversary.service_checkpoint_path", None),
         service_codec_checkpoint_path=reader.path("adversary.service_codec_checkpoint_path", None),
         measure=reader.str("adversary.measure", "quality", choices=("quality", "ttfb")),
+        ready_timeout=reader.float("adversary.ready_timeout", 300.0, minimum=0.0),
+        service_record=reader.path("adversary.service_record", None),
     )
 
 

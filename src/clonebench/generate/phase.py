@@ -12,14 +12,16 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
+from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub
 from clonebench.adversary.registry import adversary_class
+from clonebench.adversary.service_record import load_service_record
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.hf import build_samples_hf
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ServerNotReadyError
+from clonebench.errors import ClonebenchError, ConfigError, ManifestError
+from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import reusable_outcomes
 from clonebench.generate.runner import generate_samples, reference_check
@@ -104,6 +106,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             recorder.finish(RunStatus.FAILED, str(exc))
             raise
         recorder.set_samples(samples)
+        reference_rule = check_reference_durations(samples, adversary)  # before any request
+        record = load_service_record(client.service_record, client.protocol)
         cache = HashCache(settings.hash_cache)
         try:
             service = service_provenance(client.service_code_path, client.service_checkpoint_path,
@@ -114,7 +118,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         recorder.seeds_sent = seed_policy != "not_supported"
         fields = {**adversary.request_fingerprint_fields(), "seed": settings.seed if recorder.seeds_sent else None,
                   "seed_policy": seed_policy,
-                  "service": {k: (v or {}).get("sha256") for k, v in service.items()}}
+                  "service": {k: (v or {}).get("sha256") for k, v in service.items()},
+                  "service_record": record["fingerprint"] if record else None}
         input_fp, generation_fp = input_fingerprint(samples), digest(fields)
         recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
         recorder.extra.update({
@@ -122,11 +127,18 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             "measure": client.measure,
             **({"timing_definitions": TIMING_DEFINITIONS} if client.measure == "ttfb" else {}),
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
+            # None: not probed (the gate, adversary.reference_check, is off); False: the server ignores its seed (or
+            # none is sent), and the run is treated as unseeded everywhere
+            "seed_honoured": None if recorder.seeds_sent and settings.seed is not None else False,
+            "effective_sampling": adversary.effective_sampling(),
+            "ignored_request_fields": sorted(adversary.ignored_fields),
+            **({"reference_rule": reference_rule} if reference_rule else {}),
             "fingerprints": {"input": input_fp, "generation": generation_fp},
             "generation_fingerprint_fields": fields,
             "generation_provenance": {"protocol": adversary.protocol,
                                       "endpoint_urls": [redact_url(u) for u in client.endpoint_urls],
-                                      "request": adversary.params, **service},
+                                      "request": adversary.params, **service,
+                                      "service_record": scrub(record) if record else None},
         })
         reused = {}
         if settings.vc.resume_from is not None:
@@ -154,23 +166,11 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         signal.signal(signal.SIGTERM, previous)
 
 
-async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool) -> dict:
-    """Readiness of every endpoint; one that fails is taken out (the run fails only when none is ready)."""
-    readiness = {}
-    for url in list(pool.active):
-        try:
-            readiness[redact_url(url)] = scrub(await adversary.check_ready(http, url))
-        except ServerNotReadyError as exc:
-            readiness[redact_url(url)] = {"error": scrub_credentials(str(exc))}
-            if not pool.eject(url, f"not ready: {scrub_credentials(str(exc))}"):
-                raise
-    return readiness
-
-
 def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
-    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay)
+    policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
+                         busy_status=adversary.busy_status, busy_max_wait=client.timeout)
     pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
                         on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
                                                                              reason=reason))
@@ -182,12 +182,14 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
         limits = httpx.Limits(max_connections=client.concurrency + len(pool.active),
                               max_keepalive_connections=client.concurrency + len(pool.active))
         async with httpx.AsyncClient(timeout=_timeout(settings), headers=headers, limits=limits) as http:
-            recorder.extra["readiness"] = await check_endpoints(adversary, http, pool)
+            recorder.extra["readiness"] = await wait_until_ready(adversary, http, pool, client.ready_timeout)
             if client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
                     recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
                                                                               recorder, settings.seed, pool)
+                    if recorder.seeds_sent and settings.seed is not None:
+                        recorder.extra["seed_honoured"] = recorder.extra["reference_check"]["seed_honoured"]
                 except ClonebenchError:
                     recorder.extra["reference_check"] = {"status": "failed"}
                     raise
