@@ -271,6 +271,21 @@ def test_a_repeated_identical_500_stops_early_as_permanent(tmp_path, dataset, st
     assert "stopped early: the same HTTP 500 body as the previous attempt" in ends[-1]["error"]
 
 
+def test_s2cpp_busy_longer_than_the_timeout_spends_the_attempt(tmp_path, dataset):
+    with running_standin(protocol="s2cpp", max_lifetime=300) as server:
+        server.faults.add([{"kind": "none", "times": 3}])  # the mandatory gate's three requests
+        server.faults.set_sticky({"kind": "status", "code": 503, "message": "Server busy processing another "
+                                  "synthesis request."})
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *S2CPP, "adversary.max_samples=4",
+                                       "adversary.timeout=0.6", "adversary.request_attempts=2", path="/generate")
+    assert status == RunStatus.FAILED
+    first = load_manifest(run_dir)["samples"][0]["sample_id"]
+    ends = [e for e in journal(run_dir) if e["event"] == "attempt_end" and e["sample_id"] == first
+            and e["purpose"] == "sample"]
+    assert [e["outcome"] for e in ends] == ["transient", "transient"]
+    assert all("above the 0.6 s allowed per attempt" in e["error"] for e in ends)
+
+
 # --- row 10: gate attempts apart --------------------------------------------------------------------------------
 
 def test_status_counts_gate_attempts_apart_from_samples(tmp_path, dataset, standin):

@@ -247,7 +247,8 @@ class Handler(BaseHTTPRequestHandler):
             body = audio if kind in ("nan", "wav_truncated_header") else s2cpp_api.float_wav(audio)
             return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
         if self.server.protocol == "openai":
-            body, content_type = openai_api.encode(audio, request["format"], request.get("sample_rate"))
+            body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \
+                openai_api.encode(audio, request["format"], request.get("sample_rate"))
             return self._send(200, body, content_type,
                               {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
                                "x-vllm-omni-completion-tokens": str(len(audio) // 2048)})
