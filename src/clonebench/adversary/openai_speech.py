@@ -8,7 +8,9 @@ Readiness: ``GET /health``, else ``GET /v1/models`` (shared notes, server_protoc
 Sampling is not a request field of vLLM-Omni's speech model: unknown top-level fields are dropped, and the
 stage defaults apply (temperature 0.8, top_k 30, top_p 0.9, repetition_penalty 1.0). The run's sampling is
 sent in ``extra_params``, which serving_speech merges into the first stage's SamplingParams.extra_args
-(vllm-omni 01bc417). The newest servers refuse references shorter than 1 s or longer than 30 s
+(vllm-omni 01bc417); whether the Fish stage reads them depends on the version (fish_speech_slow_ar 0febbd5
+samples with the stage YAML's SamplingParams and a fixed fast-AR sampler), so the README says to set the stage
+YAML to the same values. What is sent is what the manifest records and compare-check compares. The newest servers refuse references shorter than 1 s or longer than 30 s
 (``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``): checked here before any request.
 """
 
