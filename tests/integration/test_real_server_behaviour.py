@@ -167,10 +167,19 @@ def test_openai_sampling_is_sent_in_extra_params_and_recorded(tmp_path, dataset)
 # --- row 2: the determinism probe --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ignore_seed", [False, True])
-def test_the_gate_probes_whether_the_seed_is_honoured(tmp_path, dataset, ignore_seed):
+def test_the_gate_probes_whether_the_seed_is_honoured(tmp_path, dataset, ignore_seed, capsys):
+    from argparse import Namespace
+
+    from clonebench.cli import repeat
+
     with running_standin(protocol="openai", max_lifetime=300, ignore_seed=ignore_seed) as server:
         status, run_dir = generate_run(tmp_path, dataset, server.url, *OPENAI, "adversary.max_samples=4",
                                        path="/v1/audio/speech")
+        capsys.readouterr()
+        repeat.run(Namespace(run_dir=run_dir, count=1, repeats=1, endpoint=None, output=tmp_path / "repeat.json"))
+    said = capsys.readouterr().out
+    assert json.loads((tmp_path / "repeat.json").read_text())["seeded"] is (not ignore_seed)
+    assert ("no seed: the server did not honour the seed" in said) is ignore_seed
     assert status == RunStatus.GENERATED
     manifest = load_manifest(run_dir)
     assert manifest["seed_honoured"] is (not ignore_seed)

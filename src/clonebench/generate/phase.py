@@ -174,6 +174,10 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
     pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
                         on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
                                                                              reason=reason))
+    if adversary.busy_status is not None and client.concurrency > len(pool.active):
+        log.warning("adversary.concurrency=%d above %d %s endpoint(s), which synthesize one request at a time: the "
+                    "extra requests wait for busy answers (not counted as attempts); list more servers in "
+                    "adversary.endpoint_urls for throughput", client.concurrency, len(pool.active), client.protocol)
     if client.concurrency < len(pool.active):
         log.warning("%d endpoints but adversary.concurrency=%d: raise it to keep every endpoint busy",
                     len(pool.active), client.concurrency)
