@@ -59,7 +59,8 @@ def generate_run(tmp_path: Path, data: Path, url: str, *extra: str, run_dir: Pat
     run_dir = run_dir or tmp_path / "results" / "run"
     overrides = [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
                  f"dataset.root_path={data}", f"adversary.endpoint_url={url}{path}", "+vc.generate_only=true",
-                 "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", *extra]
+                 "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", "adversary.ready_timeout=2",
+                 *extra]
     cfg = compose("demo", overrides)
     return run(cfg, run_dir, "configs/demo.yaml (test)").generation, run_dir
 

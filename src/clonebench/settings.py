@@ -54,6 +54,8 @@ class ClientSettings:
     measure: str = "quality"             # quality | ttfb (timing mode: streamed requests, latency figures)
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # no answer is read past this (adversary/bounded.py)
     max_reference_seconds: float | None = 60.0            # longer references are refused at validation
+    ready_timeout: float = 300.0         # seconds to poll a server that is still starting (loading its model)
+    service_record: Path | None = None   # JSON written by scripts/serve_*.py: the server's exact command line
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ def read_client(reader: ConfigReader) -> ClientSettings:
         measure=reader.str("adversary.measure", "quality", choices=("quality", "ttfb")),
         max_response_bytes=reader.int("adversary.max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES, minimum=1024),
         max_reference_seconds=reader.float("adversary.max_reference_seconds", 60.0, minimum=0.001, allow_none=True),
+        ready_timeout=reader.float("adversary.ready_timeout", 300.0, minimum=0.0),
+        service_record=reader.path("adversary.service_record", None),
     )
 
 

@@ -40,7 +40,7 @@ def test_s2cpp_answers_a_float_wav_and_quirks(reference):
         no_transcript = post_generate(server, [("text", "Hi.", None, None), ("reference", audio, "r.wav", None)])
         assert no_transcript.status_code == 400 and no_transcript.headers["content-type"] == "text/plain"
         bad_params = post_generate(server, [("text", "Hi.", None, None), ("params", "[1]", None, None)])
-        assert bad_params.status_code == 400 and bad_params.json() == {"error": "params must be a JSON object"}
+        assert bad_params.status_code == 400 and bad_params.json() == {"error": "Params JSON must be an object"}
         undecodable = post_generate(server, [("text", "Hi.", None, None), ("reference", b"junk", "r.wav", None),
                                              ("reference_text", "words", None, None)])
         assert undecodable.status_code == 200  # ignored: an uncloned voice, as s2.cpp does
@@ -48,14 +48,17 @@ def test_s2cpp_answers_a_float_wav_and_quirks(reference):
         assert elsewhere.status_code == 404 and elsewhere.content == b""
 
 
-def test_s2cpp_busy_is_503_and_the_client_retries(tmp_path, dataset):
+def test_s2cpp_busy_is_waited_for_without_spending_attempts(tmp_path, dataset):
     with running_standin(protocol="s2cpp", latency=0.4, serial=True, max_lifetime=300) as server:
-        status, run_dir = generate_run(tmp_path, dataset, server.url, "adversary=s2cpp_http", "adversary.concurrency=3",
-                                       "adversary.max_samples=6", "adversary.retry_initial_delay=0.05",
-                                       "adversary.request_attempts=20", path="/generate")
-    ends = [e for e in journal(run_dir) if e["event"] == "attempt_end" and e["purpose"] == "sample"]
-    assert status == RunStatus.GENERATED
-    assert any(e.get("status_code") == 503 and e["outcome"] == "transient" for e in ends)  # busy, retried
+        status, run_dir = generate_run(tmp_path, dataset, server.url, "adversary=s2cpp_http", "adversary.concurrency=4",
+                                       "adversary.max_samples=8", "adversary.retry_initial_delay=0.05",
+                                       "adversary.request_attempts=1", path="/generate")
+    events = journal(run_dir)
+    ends = [e for e in events if e["event"] == "attempt_end" and e["purpose"] == "sample"]
+    assert status == RunStatus.GENERATED  # one attempt each, and every sample generated
+    assert len(ends) == 8 and all(e["outcome"] == "ok" and e["attempt"] == 1 for e in ends)
+    busy = [e for e in events if e["event"] == "server_busy"]
+    assert busy and all(e["status_code"] == 503 and e["purpose"] == "sample" for e in busy)  # waited, resent
     manifest = load_manifest(run_dir)
     assert manifest["seed_policy"] == "not_supported" and all(s["seed"] is None for s in manifest["samples"])
     assert manifest["reference_check"]["method"] == "voice distance (no seed)"

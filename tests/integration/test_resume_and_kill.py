@@ -143,7 +143,8 @@ def test_torn_journal_is_recovered_and_tampered_audio_regenerated(tmp_path, data
 
 @pytest.mark.parametrize("override, message", [
     ("+seed=7", r"generation fingerprint differs; changed: \['seed: 42 -> 7'"),
-    ("adversary.temperature=0.5", r"generation fingerprint differs; changed: \['temperature: 0.8 -> 0.5'\]"),
+    ("adversary.temperature=0.5", r"generation fingerprint differs; changed: \[\"effective_sampling: .*'temperature': "
+                                  r"0\.5.*'temperature: 0.8 -> 0.5'\]"),
     ("adversary.max_samples=3", "input fingerprint differs"),
 ])
 def test_resume_refuses_different_inputs_or_settings(tmp_path, dataset, standin, override, message):

@@ -1,4 +1,5 @@
-"""What every adversary provides: a readiness probe, request encoding, its seed policy."""
+"""What every adversary provides: a readiness probe, request encoding, its seed policy, and what the server
+really does with the request (effective sampling, ignored fields, reference-duration rule, busy status)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,31 @@ from typing import Any, ClassVar
 import httpx
 
 from clonebench.config_reader import ConfigReader
+from clonebench.errors import ServerNotReadyError
 from clonebench.settings import ClientSettings
+
+
+def not_ready(message: str, *, may_recover: bool) -> ServerNotReadyError:
+    """A readiness failure; ``may_recover`` (connection refused, 5xx) means "poll again until ready_timeout"."""
+    error = ServerNotReadyError(message)
+    error.may_recover = may_recover
+    return error
+
+
+@dataclass(frozen=True)
+class ReferenceRule:
+    """The reference durations a server accepts (others are refused at validation, before any request)."""
+
+    min_s: float | None
+    max_s: float | None
+    source: str  # where the limit comes from (server, version)
+
+    def problem(self, duration_s: float) -> str | None:
+        if self.min_s is not None and duration_s < self.min_s:
+            return f"{duration_s:.2f} s is shorter than {self.min_s:g} s"
+        if self.max_s is not None and duration_s > self.max_s:
+            return f"{duration_s:.2f} s is longer than {self.max_s:g} s"
+        return None
 
 
 @dataclass(frozen=True)
@@ -67,11 +92,26 @@ class Adversary(ABC):
         return "per_sample_seed(run_seed+source_index)" if seed is not None else "unseeded"
 
     def request_fingerprint_fields(self) -> dict[str, Any]:
-        """What, besides the inputs and the service's files, decides the audio this adversary gets."""
-        return {"protocol": self.protocol, **self.params, "measure": self.client.measure}
+        """What, besides the inputs and the service's files, decides the audio this adversary gets.
+
+        Fields the server accepts but never reads (``ignored_fields``) are left out: changing them does not
+        change the audio, so it must not block a resume. They stay recorded in the manifest's request."""
+        fields = {"protocol": self.protocol, **self.params, "measure": self.client.measure}
+        for name in self.ignored_fields:
+            fields.pop(name, None)
+        return {**fields, "effective_sampling": self.effective_sampling()}
+
+    def effective_sampling(self) -> dict[str, Any]:
+        """The sampling the server applies to every request: what is sent, else the server's own fixed value."""
+        return {}
+
+    def reference_rule(self) -> ReferenceRule | None:
+        """This server's limits on the reference duration, or None when it has none."""
+        return None
 
     supports_timing: ClassVar[bool] = False
 
-    # the reference durations (seconds, min, max; None: no bound) this protocol's server accepts; checked at
-    # validation together with adversary.max_reference_seconds (data/reference_length.py)
-    reference_seconds: ClassVar[tuple[float | None, float | None]] = (None, None)
+    # request fields the server accepts but never reads (documented per server in the README)
+    ignored_fields: ClassVar[frozenset[str]] = frozenset()
+    # an HTTP status that means "busy with another synthesis" (resent without spending an attempt)
+    busy_status: ClassVar[int | None] = None

@@ -19,16 +19,42 @@ import ormsgpack
 import soundfile as sf
 
 from clonebench.data.audio import InvalidAudio
-from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput
+from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
 from clonebench.config_reader import ConfigReader
-from clonebench.errors import ServerNotReadyError
 
 
 STREAM_RATE = 44_100
 
 
+def _strip_wav_header(body: bytes) -> bytes:
+    """The PCM of a streamed body that starts with a WAV header (a server other than Fish 3dd1f85 may send one,
+    often with placeholder sizes): the header must say 16-bit PCM, mono, at the codec rate."""
+    pos, fmt = 12, None
+    while pos + 8 <= len(body):
+        chunk, size = body[pos:pos + 4], int.from_bytes(body[pos + 4:pos + 8], "little")
+        if chunk == b"fmt ":
+            fmt = body[pos + 8:pos + 24]
+        elif chunk == b"data":
+            if fmt is None or len(fmt) < 16:
+                raise InvalidAudio("streamed body has a WAV header without a fmt chunk before its data")
+            tag, channels, rate = (int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[2:4], "little"),
+                                   int.from_bytes(fmt[4:8], "little"))
+            bits = int.from_bytes(fmt[14:16], "little")
+            if (tag, channels, rate, bits) != (1, 1, STREAM_RATE, 16):
+                raise InvalidAudio(f"streamed WAV header says format {tag}, {channels} channel(s), {rate} Hz, {bits} "
+                                   f"bit; expected 16-bit PCM mono at {STREAM_RATE} Hz")
+            return body[pos + 8:]
+        pos += 8 + size + (size % 2)
+    raise InvalidAudio("streamed body starts with a WAV header but has no data chunk")
+
+
 def pcm16_to_wav(body: bytes) -> bytes:
-    """Fish's streamed body (raw s16le mono at the codec rate) as a WAV file."""
+    """Fish's streamed body (raw s16le mono at the codec rate) as a WAV file.
+
+    Fish 3dd1f85 sends no header (the engine's header is a numpy array that the view drops); a body that does
+    start with one (``RIFF....WAVE``) is accepted when the header matches, never read as samples."""
+    if body[:4] == b"RIFF" and body[8:12] == b"WAVE":
+        body = _strip_wav_header(body)
     if len(body) % 2:
         raise InvalidAudio(f"streamed body of {len(body)} bytes is not whole 16-bit samples")
     out = io.BytesIO()
@@ -59,20 +85,28 @@ class FishS2HTTP(Adversary):
             "use_memory_cache": reader.str("adversary.use_memory_cache", choices=("on", "off")),
         }
 
+    # fish-speech 3dd1f85: ServeTTSRequest declares `normalize` but nothing reads it; `repetition_penalty` is
+    # passed to generate_long, which never uses it (S2 samples with a fixed repetition-aware sampler)
+    ignored_fields = frozenset({"normalize", "repetition_penalty"})
+
     def request_fingerprint_fields(self) -> dict[str, Any]:
         fields = super().request_fingerprint_fields()
         fields.pop("body_format")  # msgpack and JSON carry the same request
         return fields
+
+    def effective_sampling(self) -> dict[str, Any]:
+        p = self.params
+        return {"temperature": p["temperature"], "top_p": p["top_p"], "top_k": 30,  # top_k is fixed by the server
+                "repetition_penalty": None, "max_new_tokens": p["max_new_tokens"]}
 
     async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
         url = health_url(endpoint_url)
         try:
             response = await http.get(url)
         except httpx.HTTPError as exc:
-            raise ServerNotReadyError(
+            raise not_ready(
                 f"Fish server not ready: GET {url} failed: {exc!r}. Start the server (scripts/serve_fish_s2.py) "
-                "or fix adversary.endpoint_url"
-            ) from exc
+                "or fix adversary.endpoint_url", may_recover=True) from exc
         body = response.text[:300]
         try:
             ok = response.status_code == 200 and response.json() == {"status": "ok"}
@@ -80,10 +114,9 @@ class FishS2HTTP(Adversary):
             ok = False
         if not ok:
             hint = " (set adversary.api_key_env to the variable holding the key)" if response.status_code == 401 else ""
-            raise ServerNotReadyError(
+            raise not_ready(
                 f"Fish server not ready: GET {url} answered HTTP {response.status_code} {body!r}; "
-                f"expected 200 {{\"status\":\"ok\"}}{hint}"
-            )
+                f"expected 200 {{\"status\":\"ok\"}}{hint}", may_recover=response.status_code >= 500)
         return {"url": url, "status_code": response.status_code, "body": response.json()}
 
     def prepare(self, item: SynthesisInput) -> PreparedRequest:

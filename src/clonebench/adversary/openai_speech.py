@@ -4,6 +4,14 @@ Body: ``input``, ``voice`` ("default" for Fish), ``ref_audio`` as a ``data:audio
 base64 is rejected), ``ref_text`` (required with ref_audio), ``response_format`` "wav", ``seed``,
 ``max_new_tokens`` (1-4096), optional ``model``. Errors: ``{"error": {"message", "type", "param", "code"}}``.
 Readiness: ``GET /health``, else ``GET /v1/models`` (shared notes, server_protocols.md section 3).
+
+Sampling is not a request field of vLLM-Omni's speech model: unknown top-level fields are dropped, and the
+stage defaults apply (temperature 0.8, top_k 30, top_p 0.9, repetition_penalty 1.0). The run's sampling is
+sent in ``extra_params``, which serving_speech merges into the first stage's SamplingParams.extra_args
+(vllm-omni 01bc417); whether the Fish stage reads them depends on the version (fish_speech_slow_ar 0febbd5
+samples with the stage YAML's SamplingParams and a fixed fast-AR sampler), so the README says to set the stage
+YAML to the same values. What is sent is what the manifest records and compare-check compares. The newest servers refuse references shorter than 1 s or longer than 30 s
+(``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``): checked here before any request.
 """
 
 from __future__ import annotations
@@ -14,9 +22,11 @@ from typing import Any
 
 import httpx
 
-from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput
+from clonebench.adversary.base import Adversary, PreparedRequest, ReferenceRule, SynthesisInput, not_ready
 from clonebench.config_reader import ConfigReader
-from clonebench.errors import ServerNotReadyError
+
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repetition_penalty")
+REFERENCE_RULE = ReferenceRule(1.0, 30.0, "vLLM-Omni serving_speech _REF_AUDIO_MIN/MAX_DURATION (01bc417)")
 
 
 def server_root(endpoint_url: str) -> httpx.URL:
@@ -39,11 +49,27 @@ class OpenAISpeech(Adversary):
             "model": reader.str("adversary.model", None, allow_none=True),
             "voice": reader.str("adversary.voice"),
             "max_new_tokens": reader.int("adversary.max_new_tokens", minimum=1, maximum=4096),
+            "temperature": reader.float("adversary.temperature", minimum=0.0),
+            "top_p": reader.float("adversary.top_p", minimum=0.0, maximum=1.0),
+            "top_k": reader.int("adversary.top_k", minimum=-1),
+            "repetition_penalty": reader.float("adversary.repetition_penalty", minimum=0.0),
+            "reference_duration_check": reader.bool("adversary.reference_duration_check"),
         }
+
+    def request_fingerprint_fields(self) -> dict[str, Any]:
+        fields = super().request_fingerprint_fields()
+        fields.pop("reference_duration_check")  # a client-side check; the request is the same
+        return fields
+
+    def effective_sampling(self) -> dict[str, Any]:
+        return {**{k: self.params[k] for k in SAMPLING_FIELDS}, "max_new_tokens": self.params["max_new_tokens"]}
+
+    def reference_rule(self) -> ReferenceRule | None:
+        return REFERENCE_RULE if self.params["reference_duration_check"] else None
 
     async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
         root = server_root(endpoint_url)
-        seen = []
+        seen, recover = [], True
         for path in ("health", "v1/models"):
             url = str(root.join(path))
             try:
@@ -54,8 +80,10 @@ class OpenAISpeech(Adversary):
             if response.status_code == 200:
                 return {"url": url, "status_code": 200}
             seen.append(f"GET {url}: HTTP {response.status_code} {response.text[:200]!r}")
-        raise ServerNotReadyError("OpenAI-compatible speech server not ready: " + "; ".join(seen)
-                                  + ". Start the server or fix adversary.endpoint_url")
+            if 400 <= response.status_code < 500 and response.status_code != 404:
+                recover = False
+        raise not_ready("OpenAI-compatible speech server not ready: " + "; ".join(seen)
+                        + ". Start the server or fix adversary.endpoint_url", may_recover=recover)
 
     def prepare(self, item: SynthesisInput) -> PreparedRequest:
         body: dict[str, Any] = {
@@ -66,6 +94,7 @@ class OpenAISpeech(Adversary):
             "response_format": "wav",
             "max_new_tokens": self.params["max_new_tokens"],
             "seed": item.seed,
+            "extra_params": {k: self.params[k] for k in SAMPLING_FIELDS},  # the stage's sampling overrides
         }
         if self.params["model"]:
             body["model"] = self.params["model"]

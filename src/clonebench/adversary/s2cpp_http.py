@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
-from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput
+from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
 from clonebench.config_reader import ConfigReader
-from clonebench.errors import ConfigError, ServerNotReadyError
+from clonebench.errors import ConfigError
 
 
 def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> tuple[bytes, str]:
@@ -42,6 +42,7 @@ def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> 
 
 class S2CppHTTP(Adversary):
     protocol = "s2cpp_http"
+    busy_status = 503  # "Server busy processing another synthesis request." (one at a time, no queue)
 
     @classmethod
     def read_params(cls, reader: ConfigReader) -> dict[str, Any]:
@@ -61,17 +62,26 @@ class S2CppHTTP(Adversary):
     def request_fingerprint_fields(self) -> dict[str, Any]:
         return {**super().request_fingerprint_fields(), "seed_supported": False}
 
+    def effective_sampling(self) -> dict[str, Any]:
+        # params override the server's flags per request; s2.cpp has no repetition penalty. Flags that shape every
+        # output (--normalize, --trim-silence, --min-tokens-before-end ...) are in the service record.
+        p = self.params
+        return {"temperature": p["temperature"], "top_p": p["top_p"], "top_k": p["top_k"],
+                "repetition_penalty": None, "max_new_tokens": p["max_new_tokens"]}
+
     async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
         url = endpoint_url
         content, content_type = multipart([("params", "{}", None, None)])
         try:
             response = await http.post(url, content=content, headers={"Content-Type": content_type})
         except httpx.HTTPError as exc:
-            raise ServerNotReadyError(f"s2.cpp server not ready: POST {url} (readiness probe without text) failed: "
-                                      f"{exc!r}. Start `s2 --server` or fix adversary.endpoint_url") from exc
+            raise not_ready(f"s2.cpp server not ready: POST {url} (readiness probe without text) failed: {exc!r}. "
+                            "Start `s2 --server` (scripts/serve_s2cpp.py) or fix adversary.endpoint_url",
+                            may_recover=True) from exc
         if response.status_code != 400:
-            raise ServerNotReadyError(f"s2.cpp server not ready: POST {url} without text answered HTTP "
-                                      f"{response.status_code} {response.text[:200]!r}; expected 400 (missing text)")
+            raise not_ready(f"s2.cpp server not ready: POST {url} without text answered HTTP "
+                            f"{response.status_code} {response.text[:200]!r}; expected 400 (missing text)",
+                            may_recover=response.status_code >= 500)
         return {"url": url, "probe": "POST /generate without text", "status_code": 400}
 
     def prepare(self, item: SynthesisInput) -> PreparedRequest:

@@ -11,13 +11,26 @@ HTTP date) lengthens the wait up to ``retry_max_delay``; a malformed one is igno
 ``RetryPolicy.deadline`` (``adversary.timeout``) bounds each whole attempt, connect to last byte: a server
 that drips its answer fails at the deadline (``AttemptDeadline``, an unknown outcome) however quick each read is.
 Nothing a server sends raises out of ``send``: every answer ends as an ok or a classified failed attempt.
+
+Two refinements (``send``):
+- busy: where the protocol says a status means "busy, one synthesis at a time" (s2.cpp's 503), the
+  same attempt waits and resends, for at most ``busy_max_wait`` seconds, without spending an attempt;
+  each busy answer is reported through ``on_busy``;
+- a 500 whose body is byte-identical to the previous attempt's 500 stops early as permanent: the
+  server fails deterministically on this request (Fish: "No audio generated", model errors).
+A response cut short after its status line keeps that status and the partial body's size and sha256
+on the attempt, and says that the server failed after starting the response.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import datetime
 import email.utils
+import hashlib
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,12 +55,13 @@ DEADLINE_GRACE_S = 0.1
 
 class AttemptFailed(Exception):
     def __init__(self, outcome: str, error_class: str, message: str, status_code: int | None = None,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, body_sha256: str | None = None):
         super().__init__(message)
         self.outcome = outcome
         self.error_class = error_class
         self.status_code = status_code
         self.retry_after = retry_after
+        self.body_sha256 = body_sha256
 
 
 class RetryableFailure(AttemptFailed):
@@ -60,6 +74,8 @@ class RetryPolicy:
     initial_delay: float
     max_delay: float
     deadline: float | None = None  # seconds one whole attempt may take (adversary.timeout); None: no total bound
+    busy_status: int | None = None   # a status that means "busy": resent without spending an attempt
+    busy_max_wait: float = 0.0       # seconds one attempt may spend resending busy answers
 
     def wait(self):
         backoff = wait_exponential_jitter(multiplier=self.initial_delay, max=self.max_delay, jitter=self.initial_delay)
@@ -90,6 +106,43 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+_CURRENT_ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("clonebench_attempt", default=None)
+
+
+class _CountingStream(httpx.AsyncByteStream):
+    """The response body as received, counted and hashed, so that a body cut short still leaves its facts."""
+
+    def __init__(self, inner, attempt: Attempt):
+        self.inner, self.attempt, self.digest = inner, attempt, hashlib.sha256()
+        attempt.response_bytes = 0
+
+    async def __aiter__(self):
+        async for chunk in self.inner:
+            self.attempt.response_bytes += len(chunk)
+            self.digest.update(chunk)
+            self.attempt.response_sha256 = self.digest.hexdigest()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _note_response_start(response: httpx.Response) -> None:
+    """httpx response hook (runs when the status line and headers arrive, before the body is read)."""
+    attempt = _CURRENT_ATTEMPT.get()
+    if attempt is not None:
+        attempt.status_code = response.status_code
+        response.stream = _CountingStream(response.stream, attempt)
+
+
+def watch_responses(http: httpx.AsyncClient) -> None:
+    """Install the hook that notes each attempt's status as soon as it arrives (idempotent)."""
+    hooks = http.event_hooks
+    if _note_response_start not in hooks["response"]:
+        hooks["response"] = [*hooks["response"], _note_response_start]
+        http.event_hooks = hooks
+
+
 def _summarise(body: bytes) -> str:
     text = body[:300].decode("utf-8", "replace").replace("\n", " ")
     return redact(text + ("..." if len(body) > 300 else ""))
@@ -113,6 +166,8 @@ async def _exchange(http: httpx.AsyncClient, request: PreparedRequest, attempt: 
 
 async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt,
                        deadline: float | None = None) -> tuple[bytes, WavInfo]:
+    attempt.status_code = attempt.response_bytes = attempt.response_sha256 = None
+    token = _CURRENT_ATTEMPT.set(attempt)
     try:
         with anyio.fail_after(None if deadline is None else deadline + DEADLINE_GRACE_S):
             code, headers, body = await _exchange(http, request, attempt)
@@ -127,17 +182,25 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
     except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
             httpx.WriteTimeout) as exc:
+        if attempt.status_code is not None:  # the status line arrived: the server failed mid-response
+            raise RetryableFailure(
+                "unknown_outcome", type(exc).__name__,
+                f"the server answered HTTP {attempt.status_code}, then failed after starting the stream: body cut "
+                f"after {attempt.response_bytes or 0} bytes ({exc!r})", attempt.status_code) from exc
         raise RetryableFailure("unknown_outcome", type(exc).__name__,
                                f"request sent, response lost: {exc!r}") from exc
     except httpx.HTTPError as exc:  # any other transport failure a server can cause (e.g. a close error)
         raise RetryableFailure("unknown_outcome", type(exc).__name__, f"request sent, response lost: {exc!r}") from exc
+    finally:
+        _CURRENT_ATTEMPT.reset(token)
     attempt.status_code = code
     attempt.response_bytes = len(body)
     attempt.response_sha256 = sha256_bytes(body)
     if code in TRANSIENT_STATUS:
         retry_after = parse_retry_after(headers.get("retry-after"))
         attempt.retry_after_s = retry_after
-        raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code, retry_after)
+        raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code, retry_after,
+                               attempt.response_sha256)
     if not 200 <= code < 300:
         raise AttemptFailed("permanent", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code)
     try:
@@ -151,6 +214,28 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
                             f"{type(exc).__name__}: {exc}", code) from exc
 
 
+async def _attempt_while_busy(http: httpx.AsyncClient, request: PreparedRequest, attempt: Attempt,
+                              policy: RetryPolicy, on_busy: Callable[[Attempt, float], None] | None):
+    """One attempt; a busy answer (``policy.busy_status``) is resent after a short wait, up to ``busy_max_wait``."""
+    waited, delay = 0.0, max(0.05, min(policy.initial_delay, 1.0))
+    while True:
+        try:
+            return await _one_attempt(http, request, attempt, policy.deadline)
+        except RetryableFailure as exc:
+            if policy.busy_status is None or exc.status_code != policy.busy_status or exc.outcome != "transient" \
+                    or waited >= policy.busy_max_wait:
+                if policy.busy_status is not None and exc.status_code == policy.busy_status and waited:
+                    exc.args = (f"{exc} (busy for {waited:.1f} s, above the {policy.busy_max_wait:g} s allowed per "
+                                "attempt)",)
+                raise
+            pause = min(delay * (0.5 + random.random()), policy.busy_max_wait - waited)
+            if on_busy:
+                on_busy(attempt, round(pause, 3))
+            await asyncio.sleep(max(pause, 0.0))
+            waited += pause
+            delay = min(delay * 2, 5.0)
+
+
 async def send(
     http: httpx.AsyncClient,
     request: PreparedRequest,
@@ -158,6 +243,7 @@ async def send(
     on_start: Callable[[Attempt], None],
     on_end: Callable[[Attempt], None],
     pool: EndpointPool | None = None,
+    on_busy: Callable[[Attempt, float], None] | None = None,
 ) -> tuple[bytes, WavInfo, list[Attempt]]:
     """Send ``request`` until it succeeds, fails permanently, or runs out of attempts.
 
@@ -165,8 +251,10 @@ async def send(
     request). Returns the body, its WAV description and every attempt; raises the last AttemptFailed
     otherwise (with ``.attempts`` set).
     """
+    watch_responses(http)
     attempts: list[Attempt] = []
     failed_endpoints: set[str] = set()
+    last_500: list[str | None] = [None]
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.attempts),
         wait=policy.wait(),
@@ -183,7 +271,19 @@ async def send(
                 on_start(attempt)
                 started = time.perf_counter()
                 try:
-                    body, info = await _one_attempt(http, request, attempt, policy.deadline)
+                    try:
+                        body, info = await _attempt_while_busy(http, request, attempt, policy, on_busy)
+                    except RetryableFailure as exc:
+                        repeated = exc.status_code == 500 and exc.body_sha256 is not None \
+                            and exc.body_sha256 == last_500[0]
+                        last_500[0] = exc.body_sha256 if exc.status_code == 500 else None
+                        if repeated:  # the server fails the same way twice: deterministic, not worth more attempts
+                            raise AttemptFailed(
+                                "permanent", exc.error_class,
+                                f"{exc} (stopped early: the same HTTP 500 body as the previous attempt, sha256 "
+                                f"{exc.body_sha256[:16]}..., so the server fails deterministically on this request)",
+                                500, body_sha256=exc.body_sha256) from exc
+                        raise
                     attempt.outcome = "ok"
                 except AttemptFailed as exc:
                     attempt.outcome, attempt.error_class, attempt.error = exc.outcome, exc.error_class, str(exc)

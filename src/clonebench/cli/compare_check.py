@@ -1,5 +1,5 @@
-"""Exit 1 unless two runs are comparable: both complete, same input fingerprint, same seed policy, same scorer
-fingerprint for every metric. Prints what differs."""
+"""Exit 1 unless two runs are comparable: both complete, same input fingerprint, same seed policy (with a seed
+the server honoured), same effective sampling, same scorer fingerprint for every metric. Prints what differs."""
 
 from __future__ import annotations
 
@@ -24,10 +24,18 @@ def differences(a, b) -> list[str]:
     if a.input_fingerprint != b.input_fingerprint:
         out.append(f"input fingerprint: {a.input_fingerprint} vs {b.input_fingerprint} (different pairs or audio)")
     for table in (a, b):
-        if table.seed_policy in (None, "not_supported", "unseeded"):
+        if table.seed_honoured is False and table.seed_policy not in (None, "not_supported", "unseeded"):
+            out.append(f"{table.run_dir}: the server did not honour the seed (determinism probe): no seed, outputs "
+                       "cannot be matched seed for seed")
+        elif not table.seeded:
             out.append(f"{table.run_dir}: seed policy {table.seed_policy!r}: outputs cannot be matched seed for seed")
     if (a.seed_policy, a.seed) != (b.seed_policy, b.seed):
         out.append(f"seed policy: {a.seed_policy} seed {a.seed} vs {b.seed_policy} seed {b.seed}")
+    sa, sb = a.effective_sampling or {}, b.effective_sampling or {}
+    if sa != sb:
+        changed = ", ".join(f"{k} {sa.get(k)!r} vs {sb.get(k)!r}" for k in sorted(set(sa) | set(sb))
+                            if sa.get(k) != sb.get(k))
+        out.append(f"effective sampling differs: {changed}")
     for metric in sorted(set(a.fingerprints) | set(b.fingerprints)):
         fa, fb = a.fingerprints.get(metric), b.fingerprints.get(metric)
         if fa != fb:

@@ -2,7 +2,9 @@
 
 The requests are rebuilt from the run's own config and inputs (their bytes must match the journaled request
 sha256) and sent to the run's endpoint (or --endpoint). A cold first request to a fresh Fish server is known
-to differ from warm ones, so each can be sent --repeats times. Nothing is written into the run.
+to differ from warm ones, so each can be sent --repeats times. Nothing is written into the run. A run without
+a seed the server honoured (s2.cpp, an unseeded run, or seed_honoured false from the determinism probe) is
+reported as unseeded: its outputs are not expected to be byte-identical.
 
     clonebench repeat RUN [--count 3] [--repeats 2] [--endpoint URL] [--output FILE]
 """
@@ -35,13 +37,15 @@ async def _resend(settings, samples, journaled, repeats):
     from clonebench.adversary.bounded import bounded_client
     from clonebench.adversary.registry import adversary_class
     from clonebench.adversary.transport import RetryPolicy, send
-    from clonebench.generate.phase import api_key_headers, probe_ready
+    from clonebench.generate.phase import api_key_headers
+    from clonebench.generate.readiness import probe_ready
     from clonebench.generate.runner import synthesis_input
 
     client = settings.client
     adversary = adversary_class(client.protocol)(client, settings.adversary_params)
     policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
-                         deadline=client.timeout)
+                         deadline=client.timeout, busy_status=adversary.busy_status,
+                         busy_max_wait=client.timeout)
     report = []
     async with bounded_client(client.max_response_bytes, timeout=client.timeout,
                               headers=api_key_headers(client.api_key_env)) as http:
@@ -85,12 +89,18 @@ def run(args: argparse.Namespace) -> int:
                  if e["event"] == "attempt_start" and e.get("purpose") == "sample"}
     report = asyncio.run(_resend(settings, chosen, journaled, args.repeats))
     identical = sum(all(r["identical_to_original"]) for r in report)
-    summary = {"run_dir": str(args.run_dir), "samples": len(report), "repeats": args.repeats,
-               "byte_identical": identical, "results": report}
+    seeded = manifest.get("seed_policy") not in (None, "not_supported", "unseeded") \
+        and manifest.get("seed") is not None and manifest.get("seed_honoured") is not False
+    summary = {"run_dir": str(args.run_dir), "samples": len(report), "repeats": args.repeats, "seeded": seeded,
+               "seed_honoured": manifest.get("seed_honoured"), "byte_identical": identical, "results": report}
     if args.output:
         atomic_write_json(args.output, summary)
     for r in report:
         flags = "".join("=" if same else "x" for same in r["identical_to_original"])
         print(f"{r['pair_id']:<28} request {'same' if r['request_identical'] else 'DIFFERENT'}  outputs vs saved: {flags}")
     print(f"{identical}/{len(report)} samples byte-identical on every repeat")
+    if not seeded:
+        why = "the server did not honour the seed (determinism probe)" if manifest.get("seed_honoured") is False \
+            and manifest.get("seed_policy") not in ("not_supported", "unseeded") else "the run has no seed"
+        print(f"no seed: {why}, so outputs are not expected to be byte-identical")
     return 0

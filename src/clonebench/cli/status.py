@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from clonebench.errors import ClonebenchError
-from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, read_events
+from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, gate_attempts, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
 from clonebench.records import SampleStatus
 from clonebench.redact import redact_value, register_secret, shown
@@ -59,6 +59,8 @@ def summarise(run_dir: Path) -> dict:
             "statuses": dict(sorted(statuses.items())), "input_failures": manifest.get("input_failures", []),
             "run_errors": manifest.get("errors", []),
             "sample_errors": errors, "attempts": sum(attempts.values()),
+            "gate_attempts": gate_attempts(events),
+            "busy_waits": sum(1 for e in events if e["event"] == "server_busy"),
             "fingerprints": manifest.get("fingerprints", {})}
 
 
@@ -74,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
         f"{summary['attempts']} attempts")
     for status, count in summary["statuses"].items():
         say(f"  {shown(status):<30} {count}")
+    if summary["gate_attempts"]:
+        gate = ", ".join(f"{shown(purpose)} {count}" for purpose, count in sorted(summary["gate_attempts"].items()))
+        say(f"gate     {sum(summary['gate_attempts'].values())} attempts, not counted above ({gate})")
+    if summary["busy_waits"]:
+        say(f"busy     {summary['busy_waits']} busy answer(s) resent without spending an attempt")
     for failure in summary["input_failures"]:
         say(f"input_failed row {failure.get('row_number')}: ", failure.get("error"))
     for error in summary["run_errors"]:

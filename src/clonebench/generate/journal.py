@@ -97,9 +97,22 @@ def final_outcomes(events: Iterable[dict]) -> dict[str, SampleOutcome]:
     return {e["sample_id"]: SampleOutcome.from_dict(e) for e in events if e["event"] == "sample"}
 
 
-def attempt_counts(events: Iterable[dict]) -> dict[str, int]:
+def attempt_counts(events: Iterable[dict], purpose: str = "sample") -> dict[str, int]:
+    """Attempts per sample id for one purpose: the sample's own requests by default; the gate's requests
+    (``reference_check``, ``determinism_probe``) are journaled under the sample they borrow a reference from."""
     counts: dict[str, int] = {}
     for record in events:
-        if record["event"] == "attempt_end" and record.get("sample_id"):
+        if record["event"] == "attempt_end" and record.get("sample_id") \
+                and record.get("purpose", "sample") == purpose:
             counts[record["sample_id"]] = counts.get(record["sample_id"], 0) + 1
+    return counts
+
+
+def gate_attempts(events: Iterable[dict]) -> dict[str, int]:
+    """Attempts of the readiness gate by purpose (reference_check, determinism_probe), apart from samples'."""
+    counts: dict[str, int] = {}
+    for record in events:
+        purpose = record.get("purpose", "sample")
+        if record["event"] == "attempt_end" and purpose != "sample":
+            counts[purpose] = counts.get(purpose, 0) + 1
     return counts

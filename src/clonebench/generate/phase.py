@@ -9,19 +9,20 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 from tqdm import tqdm
 
 from clonebench.adversary.bounded import bounded_client
-from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
+from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub
 from clonebench.adversary.registry import adversary_class
+from clonebench.adversary.service_record import load_service_record
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.atomic import DiskFullError, is_disk_full
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.selection import load_samples
 from clonebench.data.reference_length import check_reference_lengths
-from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ServerNotReadyError
+from clonebench.errors import ClonebenchError, ConfigError, ManifestError
+from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
 from clonebench.generate.run_lock import RunLocks
@@ -98,13 +99,15 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
                 locks.source(source, run_dir)
         try:
             samples = load_samples(settings)
-            check_reference_lengths(samples, client.max_reference_seconds, adversary.reference_seconds,
+            check_reference_lengths(samples, client.max_reference_seconds,
                                     str(settings.dataset.manifest_filename or settings.dataset.hf_path))
         except ManifestError as exc:
             recorder.record_input_failures(exc.bad_rows, exc.manifest)
             recorder.finish(RunStatus.FAILED, str(exc))
             raise
         recorder.set_samples(samples)
+        reference_rule = check_reference_durations(samples, adversary)  # before any request
+        record = load_service_record(client.service_record, client.protocol)
         cache = HashCache(settings.hash_cache)
         try:
             service = service_provenance(client.service_code_path, client.service_checkpoint_path,
@@ -115,7 +118,8 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         recorder.seeds_sent = seed_policy != "not_supported"
         fields = {**adversary.request_fingerprint_fields(), "seed": settings.seed if recorder.seeds_sent else None,
                   "seed_policy": seed_policy,
-                  "service": {k: (v or {}).get("sha256") for k, v in service.items()}}
+                  "service": {k: (v or {}).get("sha256") for k, v in service.items()},
+                  "service_record": record["fingerprint"] if record else None}
         input_fp, generation_fp = input_fingerprint(samples), digest(fields)
         recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
         recorder.extra.update({
@@ -123,11 +127,18 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             "measure": client.measure,
             **({"timing_definitions": TIMING_DEFINITIONS} if client.measure == "ttfb" else {}),
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
+            # None: not probed (the gate, adversary.reference_check, is off); False: the server ignores its seed (or
+            # none is sent), and the run is treated as unseeded everywhere
+            "seed_honoured": None if recorder.seeds_sent and settings.seed is not None else False,
+            "effective_sampling": adversary.effective_sampling(),
+            "ignored_request_fields": sorted(adversary.ignored_fields),
+            **({"reference_rule": reference_rule} if reference_rule else {}),
             "fingerprints": {"input": input_fp, "generation": generation_fp},
             "generation_fingerprint_fields": fields,
             "generation_provenance": {"protocol": adversary.protocol,
                                       "endpoint_urls": [redact_url(u) for u in client.endpoint_urls],
-                                      "request": adversary.params, **service},
+                                      "request": adversary.params, **service,
+                                      "service_record": scrub(record) if record else None},
         })
         reused = {}
         if origin is not None:
@@ -182,42 +193,19 @@ def _finish_on_full_disk(recorder: RunRecorder, message: str) -> None:
         log.error("could not update %s either (%s); `clonebench status` reads the journal", recorder.run_dir, exc)
 
 
-async def probe_ready(adversary, http: httpx.AsyncClient, url: str) -> dict:
-    """``adversary.check_ready`` within ``adversary.timeout`` in all; whatever a server's answer makes the probe
-    raise (a dripping, malformed or oversized answer) is a ServerNotReadyError naming it, never a crash."""
-    try:
-        with anyio.fail_after(adversary.client.timeout):
-            return await adversary.check_ready(http, url)
-    except ServerNotReadyError:
-        raise
-    except Exception as exc:
-        reason = f"no answer within adversary.timeout={adversary.client.timeout:g} s" \
-            if isinstance(exc, TimeoutError) else repr(exc)
-        raise ServerNotReadyError(f"{adversary.protocol} server not ready: the readiness probe of {url} failed on "
-                                  f"the server's answer: {reason}") from exc
-
-
-async def check_endpoints(adversary, http: httpx.AsyncClient, pool: EndpointPool) -> dict:
-    """Readiness of every endpoint; one that fails is taken out (the run fails only when none is ready)."""
-    readiness = {}
-    for url in list(pool.active):
-        try:
-            readiness[redact_url(url)] = scrub(await probe_ready(adversary, http, url))
-        except ServerNotReadyError as exc:
-            readiness[redact_url(url)] = {"error": scrub_credentials(str(exc))}
-            if not pool.eject(url, f"not ready: {scrub_credentials(str(exc))}"):
-                raise
-    return readiness
-
-
 def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
     policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
-                         deadline=client.timeout)
+                         deadline=client.timeout, busy_status=adversary.busy_status,
+                         busy_max_wait=client.timeout)
     pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
                         on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
                                                                              reason=reason))
+    if adversary.busy_status is not None and client.concurrency > len(pool.active):
+        log.warning("adversary.concurrency=%d above %d %s endpoint(s), which synthesize one request at a time: the "
+                    "extra requests wait for busy answers (not counted as attempts); list more servers in "
+                    "adversary.endpoint_urls for throughput", client.concurrency, len(pool.active), client.protocol)
     if client.concurrency < len(pool.active):
         log.warning("%d endpoints but adversary.concurrency=%d: raise it to keep every endpoint busy",
                     len(pool.active), client.concurrency)
@@ -227,12 +215,14 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
                               max_keepalive_connections=client.concurrency + len(pool.active))
         async with bounded_client(client.max_response_bytes, timeout=_timeout(settings), headers=headers,
                                   limits=limits) as http:
-            recorder.extra["readiness"] = await check_endpoints(adversary, http, pool)
+            recorder.extra["readiness"] = await wait_until_ready(adversary, http, pool, client.ready_timeout)
             if client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
                     recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
                                                                               recorder, settings.seed, pool)
+                    if recorder.seeds_sent and settings.seed is not None:
+                        recorder.extra["seed_honoured"] = recorder.extra["reference_check"]["seed_honoured"]
                 except ClonebenchError:
                     recorder.extra["reference_check"] = {"status": "failed"}
                     raise

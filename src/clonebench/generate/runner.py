@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import httpx
 from tqdm import tqdm
@@ -18,6 +19,7 @@ from clonebench.data.voice_features import profile, voice_distance
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Sample
 
+log = logging.getLogger(__name__)
 REFERENCE_CHECK_TEXT = "This short sentence checks that the voice follows the reference recording."
 
 
@@ -33,6 +35,13 @@ def _journal_hooks(recorder: RunRecorder, sample_id: str | None, purpose: str):
             lambda a: recorder.attempt("attempt_end", sample_id, a, purpose))
 
 
+def busy_hook(recorder: RunRecorder, sample_id: str | None, purpose: str):
+    """Journal a busy answer (resent without spending an attempt)."""
+    return lambda a, wait_s: recorder.journal.append("server_busy", sample_id=sample_id, purpose=purpose,
+                                                     attempt=a.attempt, endpoint=a.endpoint, status_code=a.status_code,
+                                                     wait_s=wait_s)
+
+
 async def generate_samples(samples: list[Sample], adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
                            recorder: RunRecorder, concurrency: int, progress: tqdm, pool: EndpointPool) -> None:
     semaphore = asyncio.Semaphore(concurrency)
@@ -43,7 +52,8 @@ async def generate_samples(samples: list[Sample], adversary: Adversary, http: ht
             request = adversary.prepare(synthesis_input(sample))  # serialised once, resent as-is
             on_start, on_end = _journal_hooks(recorder, sample.sample_id, "sample")
             try:
-                body, info, attempts = await send(http, request, policy, on_start, on_end, pool)
+                body, info, attempts = await send(http, request, policy, on_start, on_end, pool,
+                                                  busy_hook(recorder, sample.sample_id, "sample"))
             except AttemptFailed as exc:
                 recorder.failed(sample, exc.error_class, str(exc), len(getattr(exc, "attempts", [])))
                 progress.update(1)
@@ -73,13 +83,36 @@ def pick_reference_pair(samples: list[Sample], speakers_must_differ: bool = Fals
 
 
 async def _gate_send(sample: Sample, adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
-                     recorder: RunRecorder, seed: int | None, pool: EndpointPool) -> bytes:
+                     recorder: RunRecorder, seed: int | None, pool: EndpointPool,
+                     purpose: str = "reference_check") -> bytes:
     item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
                           reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
                           reference_text=sample.row.prompt_text, seed=seed)
-    on_start, on_end = _journal_hooks(recorder, sample.sample_id, "reference_check")
-    body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end, pool)
+    on_start, on_end = _journal_hooks(recorder, sample.sample_id, purpose)
+    body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end, pool,
+                            busy_hook(recorder, sample.sample_id, purpose))
     return body
+
+
+async def determinism_probe(sample: Sample, adversary: Adversary, http: httpx.AsyncClient, policy: RetryPolicy,
+                            recorder: RunRecorder, seed: int, pool: EndpointPool) -> tuple[dict, list[bytes]]:
+    """Does the server honour the seed it claims? The same seeded request twice must give identical bytes.
+
+    A cold first request to a fresh Fish server is known to differ from warm ones, so when the first two
+    differ a third is sent, and the last two decide. Some vLLM-Omni versions accept ``seed`` and ignore it.
+    Returns the verdict and the bodies (the reference check reuses them as its reference-A outputs).
+    """
+    bodies = [await _gate_send(sample, adversary, http, policy, recorder, seed, pool, "determinism_probe")
+              for _ in range(2)]
+    if bodies[0] != bodies[1]:
+        bodies.append(await _gate_send(sample, adversary, http, policy, recorder, seed, pool, "determinism_probe"))
+    honoured = bodies[-1] == bodies[-2]
+    if not honoured:
+        log.warning("the server does not honour seeds (the same seeded request gave different audio %d times): this "
+                    "run is treated as unseeded (compare-check, reports, repeat)", len(bodies))
+    return ({"seed_honoured": honoured, "seed": seed, "pair": sample.pair_id,
+             "output_sha256": [sha256_bytes(b) for b in bodies],
+             "method": "the same seeded request sent twice (a third time if the first two differ: cold start)"}, bodies)
 
 
 def _voice(body: bytes) -> tuple[float | None, float]:
@@ -89,25 +122,39 @@ def _voice(body: bytes) -> tuple[float | None, float]:
 
 async def reference_check(samples: list[Sample], adversary: Adversary, http: httpx.AsyncClient,
                           policy: RetryPolicy, recorder: RunRecorder, seed: int | None, pool: EndpointPool) -> dict:
-    """Synthesize one text with two different references; a server that ignores the reference is refused.
+    """The gate: does the server honour its seed (determinism probe), and does it follow the reference?
 
-    With a seed (the run's, or 0 for an unseeded run) the two outputs must differ in bytes. A server that
-    takes no seed (s2.cpp) differs on every request anyway, so there the reference A is sent twice and B
-    once, and the voice distance (median F0 and spectral centroid) between A and B must clearly exceed the
-    distance between the two A outputs (more than twice, and above 0.1).
+    For a server that claims seeds, the reference A is sent twice with one seed (the run's, or 0 for an unseeded
+    run): identical bytes mean the seed is honoured (``seed_honoured``). Then reference B: with an honoured seed
+    the two references' outputs must differ in bytes. A server without a seed (s2.cpp), or one that ignores it,
+    differs on every request anyway, so there the voice distance (median F0 and spectral centroid) between A
+    and B must clearly exceed the distance between the two A outputs (more than twice, and above 0.1).
     """
-    unseeded = adversary.seed_policy(seed) == "not_supported"
+    claims_seed = adversary.seed_policy(seed) != "not_supported"
+    check_seed = seed if seed is not None else 0
+    probe, probe_bodies = (await determinism_probe(samples[0], adversary, http, policy, recorder, check_seed, pool)
+                           if claims_seed else (None, []))
+    unseeded = not claims_seed or not probe["seed_honoured"]
+    verdict = {"seed_honoured": probe["seed_honoured"] if probe else False,
+               **({"determinism_probe": probe} if probe else {})}
     pair = pick_reference_pair(samples, speakers_must_differ=unseeded)
     if pair is None:
+        if claims_seed and unseeded:
+            return {**verdict, "status": "skipped", "reason": "the server ignores seeds, so the check compares two "
+                    "speakers' voices, but the selected pairs have one speaker"}
         if unseeded:
             raise ReferenceIgnoredError(
                 f"the reference check is mandatory for {adversary.protocol} and, without a seed, compares two "
                 "speakers' voices, but the selected pairs have one speaker: select pairs of at least two speakers")
-        return {"status": "skipped", "reason": "the selected pairs have only one distinct reference recording"}
-    base = {"text": REFERENCE_CHECK_TEXT, "references": [s.prompt.sha256 for s in pair], "pairs": [s.pair_id for s in pair]}
+        return {**verdict, "status": "skipped", "reason": "the selected pairs have only one distinct reference recording"}
+    base = {**verdict, "text": REFERENCE_CHECK_TEXT, "references": [s.prompt.sha256 for s in pair],
+            "pairs": [s.pair_id for s in pair]}
     if unseeded:
-        first, again, other = [await _gate_send(s, adversary, http, policy, recorder, None, pool)
-                               for s in (pair[0], pair[0], pair[1])]
+        if pair[0] is samples[0] and len(probe_bodies) >= 2:
+            first, again = probe_bodies[-2], probe_bodies[-1]
+        else:
+            first, again = [await _gate_send(pair[0], adversary, http, policy, recorder, None, pool) for _ in range(2)]
+        other = await _gate_send(pair[1], adversary, http, policy, recorder, None, pool)
         same = voice_distance(_voice(first), _voice(again))
         different = voice_distance(_voice(first), _voice(other))
         passed = different > max(2.0 * same, 0.1)
@@ -115,8 +162,8 @@ async def reference_check(samples: list[Sample], adversary: Adversary, http: htt
                   "same_reference_distance": round(same, 4), "different_reference_distance": round(different, 4)}
         detail = f"voice distance between the references' outputs {different:.3f} vs {same:.3f} for one reference twice"
     else:
-        check_seed = seed if seed is not None else 0
-        digests = [sha256_bytes(await _gate_send(s, adversary, http, policy, recorder, check_seed, pool)) for s in pair]
+        digests = [sha256_bytes(probe_bodies[-1]),
+                   sha256_bytes(await _gate_send(pair[1], adversary, http, policy, recorder, check_seed, pool))]
         passed = digests[0] != digests[1]
         result = {**base, "status": "passed" if passed else "failed", "method": "byte comparison (seeded)",
                   "seed": check_seed, "output_sha256": digests}

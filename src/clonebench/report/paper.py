@@ -19,7 +19,7 @@ def run_rows(tables: list[ResultTable]) -> list[dict]:
     rows = []
     for table in tables:
         label = table.label + (" (partial)" if table.status != "complete" else "") \
-            + (" (no seed)" if table.seed_policy == "not_supported" else "")
+            + (" (no seed)" if table.seed_policy == "not_supported" or table.seed_honoured is False else "")
         row = {"name": label, "source": "run", "cells": {}}
         for key, _, _ in COLUMNS:
             entry = table.metrics_summary.get(key)

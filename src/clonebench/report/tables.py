@@ -23,10 +23,17 @@ class ResultTable:
     generation_status: str | None = None
     seed_policy: str | None = None
     seed: int | None = None
+    seed_honoured: bool | None = None                    # False: the server ignored its seed (treated as no seed)
+    effective_sampling: dict | None = None               # the sampling the server applied (generation manifest)
     input_fingerprint: str | None = None
     metrics_summary: dict = field(default_factory=dict)
     run_dir: Path | None = None
     notes: list[str] = field(default_factory=list)       # e.g. a historical baseline's limits
+
+    @property
+    def seeded(self) -> bool:
+        """Outputs can be matched seed for seed: a seed was sent and the server did not ignore it."""
+        return self.seed_policy not in (None, "not_supported", "unseeded") and self.seed_honoured is not False
 
     def values(self, metric: str) -> list[float | None]:
         return [as_number(r.get(metric)) for r in self.rows]
@@ -65,7 +72,9 @@ def load_run(run_dir: Path) -> ResultTable:
     return ResultTable(label=scoring.get("run_name") or run_dir.name, rows=rows, protocols=protocols,
                        fingerprints=fingerprints, status=metrics["status"],
                        generation_status=generation.get("status"), seed_policy=generation.get("seed_policy"),
-                       seed=generation.get("seed"), input_fingerprint=metrics.get("input_fingerprint"),
+                       seed=generation.get("seed"), seed_honoured=generation.get("seed_honoured"),
+                       effective_sampling=generation.get("effective_sampling"),
+                       input_fingerprint=metrics.get("input_fingerprint"),
                        metrics_summary=metrics["metrics"], run_dir=run_dir)
 
 

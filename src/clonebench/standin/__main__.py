@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tone", action="store_true", help="answer a cheap tone instead of speech (load benchmarks)")
     parser.add_argument("--faults", help="JSON list of faults to queue (see clonebench.standin.faults)")
     parser.add_argument("--sticky-fault", help="JSON fault applied to every request once the queue is empty")
+    parser.add_argument("--ignore-seed", action="store_true", help="accept seeds and ignore them (some vLLM-Omni versions)")
     parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups")
     parser.add_argument("--port-file", type=Path, help="write the bound URL here once listening")
     parser.add_argument("--max-lifetime", type=float, default=3600.0, help="stop by itself after this many seconds")
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--api-key-env {args.api_key_env}: that variable is not set")
     server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
                            serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol,
-                           tone=args.tone)
+                           tone=args.tone, ignore_seed=args.ignore_seed)
     if args.faults:
         server.faults.add(json.loads(args.faults))
     if args.sticky_fault:

@@ -1,8 +1,9 @@
 """The s2.cpp ``POST /generate`` contract as the stand-in enforces it (shared notes, server_protocols.md section 2).
 
-Multipart only; ``text`` must be a plain field; the reference is a file part (aliases reference_audio,
+Multipart only; ``text`` must be a plain field (empty text is accepted); the reference is a file part (aliases reference_audio,
 prompt_audio, ref_audio) and needs a transcript (aliases ref_text, prompt_text); ``params`` is a JSON object
-as a string. Errors: 400 JSON ``{"error": ...}`` (missing text, bad params), 400 text/plain (reference
+as a string, type-checked like s2.cpp's nlohmann::json reads. Errors: 400 JSON ``{"error": ...}`` (missing text,
+``JSON parse error``, ``Params JSON must be an object``, ``Invalid params JSON: ...``), 400 text/plain (reference
 without transcript), 503 text/plain while busy, 413 above 100 MB. Reference audio that cannot be decoded
 is ignored (uncloned voice, 200). Success: a 32-bit float WAV with Content-Length.
 """
@@ -19,6 +20,17 @@ import soundfile as sf
 
 from clonebench.standin.fish_api import HTTPFailure, media_type
 
+# params keys s2.cpp reads, by the nlohmann::json get<> type (rodrigomatta/s2.cpp 2c33261, src/s2_server.cpp)
+PARAM_TYPES = {**dict.fromkeys(("max_new_tokens", "top_k", "min_tokens_before_end", "n_threads", "segment_max_chars",
+                                "sentence_pause_ms", "stream_decode_stride", "stream_decode_stride_frames",
+                                "stream_holdback_frames", "stream_start_buffer_ms", "codec_context_frames",
+                                "codec_decode_context_frames"), "number"),
+               **dict.fromkeys(("temperature", "top_p"), "number"),
+               **dict.fromkeys(("stream", "chunked", "realtime", "segment_sentences", "low_latency", "verbose",
+                                "codec_follow_backend", "codec_auto_backend"), "boolean"),
+               **dict.fromkeys(("output_format", "voice", "voice_id", "voice_dir"), "string")}
+JSON_TYPE_NAMES = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string",
+                   list: "array", dict: "object"}
 REFERENCE_NAMES = ("reference", "reference_audio", "prompt_audio", "ref_audio")
 TRANSCRIPT_NAMES = ("reference_text", "ref_text", "prompt_text")
 MAX_BODY = 100 * 1024 * 1024
@@ -55,25 +67,40 @@ def parse(content_type: str | None, raw: bytes) -> dict:
         raise text_error(413, "Payload Too Large")
     fields = parts(content_type, raw)
     text = fields.get("text")
-    if text is None or text[1] is not None or not str(text[0]).strip():
-        raise json_error(400, "missing 'text' field")
+    if text is None or text[1] is not None:  # a plain field; empty text is accepted (and synthesized)
+        raise json_error(400, "No text field in multipart form")
     params = {}
     if "params" in fields:
-        try:
-            params = json.loads(fields["params"][0])
-        except (json.JSONDecodeError, TypeError):
-            raise json_error(400, "params must be a JSON object") from None
-        if not isinstance(params, dict):
-            raise json_error(400, "params must be a JSON object")
+        params = check_params(fields["params"][0])
     reference = next((fields[n] for n in REFERENCE_NAMES if n in fields and fields[n][1]), None)
+    if reference is not None and not reference[0]:
+        reference = None  # an empty file part is no reference
     transcript = next((fields[n][0] for n in TRANSCRIPT_NAMES if n in fields), None)
     references = []
     if reference is not None:
         if not transcript:
-            raise text_error(400, "reference_text is required when a reference is given")
+            raise text_error(400, "Reference audio requires reference_text (aliases: ref_text, prompt_text).")
         references = [{"audio": reference[0], "text": str(transcript)}]
     return {"text": str(text[0]), "references": references, "seed": None, "format": "wav", "streaming": False,
             "params": params, "ignore_bad_reference": True}
+
+
+def check_params(raw) -> dict:
+    """``params`` as s2.cpp reads it: a JSON object whose known keys have nlohmann's types (ints and floats are both
+    "number"); an unknown key is ignored, a wrong type is 400 ``Invalid params JSON: ...``."""
+    try:
+        params = json.loads(raw)
+    except (json.JSONDecodeError, TypeError, UnicodeDecodeError):
+        raise json_error(400, "JSON parse error") from None
+    if not isinstance(params, dict):
+        raise json_error(400, "Params JSON must be an object")
+    for key, expected in PARAM_TYPES.items():
+        if key in params:
+            actual = JSON_TYPE_NAMES.get(type(params[key]), "object")
+            if actual != expected:
+                raise json_error(400, f"Invalid params JSON: [json.exception.type_error.302] type must be {expected}, "
+                                      f"but is {actual}")
+    return params
 
 
 def float_wav(pcm16_wav: bytes) -> bytes:

@@ -43,11 +43,12 @@ class StandinServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], api_key: str | None = None, latency: float = 0.0,
                  serial: bool = True, references_dir: Path | None = None, protocol: str = "fish",
-                 tone: bool = False):
+                 tone: bool = False, ignore_seed: bool = False):
         if protocol not in PROTOCOL_ROUTES:
             raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOL_ROUTES)}")
         self.protocol = protocol
         self.tone = tone  # load benchmarks: a cheap tone instead of eSpeak speech
+        self.ignore_seed = ignore_seed  # accept `seed` and ignore it, as some vLLM-Omni versions do
         if not ipaddress.ip_address(socket.gethostbyname(address[0])).is_loopback:
             raise ValueError(f"the stand-in listens on loopback only, not {address[0]}")
         super().__init__(address, Handler)
@@ -226,12 +227,16 @@ class Handler(BaseHTTPRequestHandler):
             raise self._status_fault(fault)
         if kind == "not_wav":
             return self._send(200, b"<html>upstream proxy error</html>", "audio/wav", chunked=True)
+        if self.server.ignore_seed:
+            request = {**request, "seed": None}
         audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
         if kind == "nan":
             audio = wavs.nan_wav()
         if kind == "wav_truncated_header":
             audio = audio[: len(audio) // 2]
         if kind == "truncate":
+            if request.get("streaming"):
+                audio = wavs.pcm_only(audio)
             self.send_response(200)
             self.send_header("Content-Type", "audio/wav")
             self.send_header("Transfer-Encoding", "chunked")
@@ -244,8 +249,9 @@ class Handler(BaseHTTPRequestHandler):
             body = audio if kind in ("nan", "wav_truncated_header") else s2cpp_api.float_wav(audio)
             return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
         if self.server.protocol == "openai":
-            body = wavs.pcm_only(audio) if request["format"] == "pcm" else audio
-            return self._send(200, body, "audio/wav" if request["format"] == "wav" else "audio/pcm",
+            body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \
+                openai_api.encode(audio, request["format"], request.get("sample_rate"))
+            return self._send(200, body, content_type,
                               {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
                                "x-vllm-omni-completion-tokens": str(len(audio) // 2048)})
         headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
@@ -285,6 +291,8 @@ class Handler(BaseHTTPRequestHandler):
     def _speak(self, request: dict, style: dict) -> bytes:
         if self.server.latency:
             time.sleep(self.server.latency)
+        if not request["text"].strip():  # s2.cpp synthesizes empty text (200): a breath of silence here
+            return wavs.silence(0.25, request["seed"])
         if self.server.tone:
             return wavs.tone(request, style)
         try:

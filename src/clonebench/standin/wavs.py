@@ -32,3 +32,12 @@ def tone(request: dict, style: dict) -> bytes:
 def pcm_only(wav: bytes) -> bytes:
     samples, _ = sf.read(io.BytesIO(wav), dtype="int16")
     return samples.tobytes()
+
+
+def silence(seconds: float, seed: int | None) -> bytes:
+    """Near-silence (seeded -80 dBFS dither) as a PCM16 WAV."""
+    rng = np.random.default_rng(seed)
+    out = io.BytesIO()
+    sf.write(out, rng.normal(0, 1e-4, int(seconds * OUTPUT_RATE)).astype(np.float32), OUTPUT_RATE, subtype="PCM_16",
+             format="WAV")
+    return out.getvalue()

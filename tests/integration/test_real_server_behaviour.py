@@ -1,0 +1,347 @@
+"""The three real servers as they behave (fish-speech 3dd1f85, s2.cpp 2c33261, vLLM-Omni 01bc417), through the
+stand-in over loopback HTTP: one table of requests per protocol, and what the harness does about each behaviour
+(effective sampling, seed probe, reference durations, busy, service record, mid-stream cuts, repeated 500s,
+ignored fields, gate attempts, readiness polling)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import socket
+import threading
+import time
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+
+from clonebench.adversary.s2cpp_http import multipart
+from clonebench.errors import ConfigError, ResumeError, ServerNotReadyError
+from clonebench.hashing import sha256_bytes
+from clonebench.records import RunStatus
+from clonebench.standin import running_standin
+from clonebench.standin.server import StandinServer
+
+from tests.conftest import REPO, generate_run, journal, load_manifest
+
+OPENAI = ("adversary=openai_speech",)
+S2CPP = ("adversary=s2cpp_http",)
+
+
+@pytest.fixture
+def reference(demo_dataset):
+    pair = json.loads((demo_dataset / "metadata.json").read_text())["pairs"][0]
+    return (demo_dataset / pair["prompt_file_name"]).read_bytes(), pair["prompt_text"]
+
+
+def tone_wav(seconds: float) -> bytes:
+    out = io.BytesIO()
+    t = np.arange(int(seconds * 16000)) / 16000
+    sf.write(out, (0.3 * np.sin(2 * np.pi * 180 * t)).astype(np.float32), 16000, subtype="PCM_16", format="WAV")
+    return out.getvalue()
+
+
+# --- one table per protocol: request -> what the real server answers ------------------------------------------
+
+def _uri(audio: bytes) -> str:
+    return "data:audio/wav;base64," + base64.b64encode(audio).decode()
+
+
+OPENAI_TABLE = [  # (case, body builder, status, check of the answer)
+    ("string seed coerced", lambda a, t: {"input": "Hi.", "ref_audio": _uri(a), "ref_text": t, "seed": "42"}, 200,
+     lambda r: r.headers["content-type"] == "audio/wav"),
+    ("bad seed", lambda a, t: {"input": "Hi.", "seed": "forty"}, 400, lambda r: r.json()["error"]["param"] == "seed"),
+    ("flac", lambda a, t: {"input": "Hi.", "response_format": "flac"}, 200,
+     lambda r: r.headers["content-type"] == "audio/flac" and sf.info(io.BytesIO(r.content)).format == "FLAC"),
+    ("mp3", lambda a, t: {"input": "Hi.", "response_format": "mp3"}, 200,
+     lambda r: r.headers["content-type"] == "audio/mpeg" and len(r.content) > 100),
+    ("opus at 48 kHz", lambda a, t: {"input": "Hi.", "response_format": "opus", "sample_rate": 48000}, 200,
+     lambda r: r.headers["content-type"] == "audio/ogg" and sf.info(io.BytesIO(r.content)).samplerate == 48000),
+    ("opus at the 44.1 kHz codec rate", lambda a, t: {"input": "Hi.", "response_format": "opus"}, 500,
+     lambda r: "Opus" in r.json()["error"]["message"]),
+    ("aac is not a speech format", lambda a, t: {"input": "Hi.", "response_format": "aac"}, 400,
+     lambda r: r.json()["error"]["param"] == "response_format"),
+    ("undecodable reference", lambda a, t: {"input": "Hi.", "ref_audio": _uri(b"not audio at all"), "ref_text": t},
+     400, lambda r: r.json()["error"]["type"] == "BadRequestError" and r.json()["error"]["param"] == "ref_audio"),
+    ("reference below 1 s", lambda a, t: {"input": "Hi.", "ref_audio": _uri(tone_wav(0.5)), "ref_text": t}, 400,
+     lambda r: "outside the supported range" in r.json()["error"]["message"]),
+    ("reference above 30 s", lambda a, t: {"input": "Hi.", "ref_audio": _uri(tone_wav(31)), "ref_text": t}, 400,
+     lambda r: "outside the supported range" in r.json()["error"]["message"]),
+    ("extra_params not an object", lambda a, t: {"input": "Hi.", "extra_params": [1]}, 400,
+     lambda r: r.json()["error"]["param"] == "extra_params"),
+    ("sampling in extra_params", lambda a, t: {"input": "Hi.", "extra_params": {"top_p": 0.8, "top_k": 30}}, 200,
+     lambda r: r.headers["content-type"] == "audio/wav"),
+    ("unknown top-level field dropped", lambda a, t: {"input": "Hi.", "top_p": "not even a number"}, 200,
+     lambda r: True),
+]
+
+
+@pytest.mark.parametrize("case, build, status, check", OPENAI_TABLE, ids=[c[0] for c in OPENAI_TABLE])
+def test_openai_table(reference, case, build, status, check):
+    audio, text = reference
+    with running_standin(protocol="openai", max_lifetime=120) as server:
+        answer = httpx.post(f"{server.url}/v1/audio/speech", content=json.dumps(build(audio, text)).encode(),
+                            headers={"Content-Type": "application/json"}, timeout=60)
+    assert answer.status_code == status, answer.text[:300]
+    assert check(answer)
+
+
+S2CPP_TABLE = [  # (case, multipart fields, status, check)
+    ("empty text is synthesized", [("text", "", None, None)], 200,
+     lambda r: sf.info(io.BytesIO(r.content)).subtype == "FLOAT"),
+    ("no text", [("params", "{}", None, None)], 400, lambda r: r.json() == {"error": "No text field in multipart form"}),
+    ("params not JSON", [("text", "Hi.", None, None), ("params", "{oops", None, None)], 400,
+     lambda r: r.json() == {"error": "JSON parse error"}),
+    ("params not an object", [("text", "Hi.", None, None), ("params", "[1]", None, None)], 400,
+     lambda r: r.json() == {"error": "Params JSON must be an object"}),
+    ("max_new_tokens a string", [("text", "Hi.", None, None), ("params", '{"max_new_tokens": "9"}', None, None)], 400,
+     lambda r: r.json()["error"].startswith("Invalid params JSON: ") and "must be number, but is string" in r.text),
+    ("stream a number", [("text", "Hi.", None, None), ("params", '{"stream": 1}', None, None)], 400,
+     lambda r: "must be boolean, but is number" in r.json()["error"]),
+    ("temperature an int is a number", [("text", "Hi.", None, None), ("params", '{"temperature": 1}', None, None)],
+     200, lambda r: True),
+    ("unknown params key ignored", [("text", "Hi.", None, None), ("params", '{"whatever": [1]}', None, None)], 200,
+     lambda r: True),
+    ("undecodable reference ignored", [("text", "Hi.", None, None), ("reference", b"junk", "r.wav", None),
+                                       ("reference_text", "words", None, None)], 200, lambda r: True),
+]
+
+
+@pytest.mark.parametrize("case, fields, status, check", S2CPP_TABLE, ids=[c[0] for c in S2CPP_TABLE])
+def test_s2cpp_table(case, fields, status, check):
+    with running_standin(protocol="s2cpp", max_lifetime=120) as server:
+        content, content_type = multipart(fields)
+        answer = httpx.post(f"{server.url}/generate", content=content, headers={"Content-Type": content_type},
+                            timeout=60)
+    assert answer.status_code == status, answer.text[:300]
+    assert check(answer)
+
+
+FISH_TABLE = [  # (case, JSON body, status, check)
+    ("normalize accepted", {"text": "Hi.", "normalize": False}, 200, lambda r: r.headers["content-type"] == "audio/wav"),
+    ("string seed coerced", {"text": "Hi.", "seed": "42"}, 200, lambda r: True),
+    ("strict float top_p", {"text": "Hi.", "top_p": "0.8"}, 422, lambda r: r.json()[0]["loc"] == ["body", "top_p"]),
+    ("flac is not a Fish format", {"text": "Hi.", "format": "flac"}, 422, lambda r: r.json()[0]["type"] == "literal_error"),
+    ("non-streaming pcm fails", {"text": "Hi.", "format": "pcm"}, 500,
+     lambda r: r.json() == {"statusCode": 500, "message": "Failed to generate speech", "error": "Internal Server Error"}),
+    ("streaming is headerless PCM", {"text": "Hi.", "streaming": True}, 200,
+     lambda r: r.content[:4] != b"RIFF" and len(r.content) % 2 == 0),
+]
+
+
+@pytest.mark.parametrize("case, body, status, check", FISH_TABLE, ids=[c[0] for c in FISH_TABLE])
+def test_fish_table(case, body, status, check):
+    with running_standin(protocol="fish", max_lifetime=120) as server:
+        answer = httpx.post(f"{server.url}/v1/tts", content=json.dumps(body).encode(),
+                            headers={"Content-Type": "application/json"}, timeout=60)
+    assert answer.status_code == status, answer.text[:300]
+    assert check(answer)
+
+
+# --- row 1: effective sampling ---------------------------------------------------------------------------------
+
+def test_openai_sampling_is_sent_in_extra_params_and_recorded(tmp_path, dataset):
+    with running_standin(protocol="openai", max_lifetime=300) as server:
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *OPENAI, "adversary.max_samples=1",
+                                       "adversary.reference_check=false", "adversary.top_p=0.7",
+                                       path="/v1/audio/speech")
+    assert status == RunStatus.GENERATED
+    manifest = load_manifest(run_dir)
+    expected = {"temperature": 0.8, "top_p": 0.7, "top_k": 30, "repetition_penalty": 1.0, "max_new_tokens": 2048}
+    assert manifest["effective_sampling"] == expected
+    assert manifest["generation_fingerprint_fields"]["effective_sampling"] == expected
+    from clonebench.adversary.openai_speech import OpenAISpeech
+    from clonebench.adversary.base import SynthesisInput
+    from clonebench.settings import read_settings
+    from omegaconf import OmegaConf
+
+    settings = read_settings(OmegaConf.create(manifest["config"]), "manifest")
+    body = json.loads(OpenAISpeech(settings.client, settings.adversary_params).prepare(
+        SynthesisInput("Hi.", "en", b"RIFF", "words", 3)).content)
+    assert body["extra_params"] == {"temperature": 0.8, "top_p": 0.7, "top_k": 30, "repetition_penalty": 1.0}
+    assert "top_p" not in body  # a top-level sampling field would be dropped by the server
+
+
+# --- row 2: the determinism probe --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ignore_seed", [False, True])
+def test_the_gate_probes_whether_the_seed_is_honoured(tmp_path, dataset, ignore_seed, capsys):
+    from argparse import Namespace
+
+    from clonebench.cli import repeat
+
+    with running_standin(protocol="openai", max_lifetime=300, ignore_seed=ignore_seed) as server:
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *OPENAI, "adversary.max_samples=4",
+                                       path="/v1/audio/speech")
+        capsys.readouterr()
+        repeat.run(Namespace(run_dir=run_dir, count=1, repeats=1, endpoint=None, output=tmp_path / "repeat.json"))
+    said = capsys.readouterr().out
+    assert json.loads((tmp_path / "repeat.json").read_text())["seeded"] is (not ignore_seed)
+    assert ("no seed: the server did not honour the seed" in said) is ignore_seed
+    assert status == RunStatus.GENERATED
+    manifest = load_manifest(run_dir)
+    assert manifest["seed_honoured"] is (not ignore_seed)
+    check = manifest["reference_check"]
+    assert check["status"] == "passed" and check["determinism_probe"]["seed_honoured"] is (not ignore_seed)
+    assert check["method"] == ("voice distance (no seed)" if ignore_seed else "byte comparison (seeded)")
+    probes = [e for e in journal(run_dir) if e["event"] == "attempt_end" and e["purpose"] == "determinism_probe"]
+    assert len(probes) == (3 if ignore_seed else 2)
+
+
+# --- row 3: reference durations, checked before any request ------------------------------------------------------
+
+def test_a_reference_outside_1_to_30_s_is_refused_before_any_request(tmp_path, dataset):
+    metadata = json.loads((dataset / "metadata.json").read_text())
+    pair = metadata["pairs"][1]
+    short = tone_wav(0.6)
+    (dataset / pair["prompt_file_name"]).write_bytes(short)
+    pair["prompt_sha256"] = sha256_bytes(short)
+    (dataset / "metadata.json").write_text(json.dumps(metadata))
+    with running_standin(protocol="openai", max_lifetime=300) as server:
+        with pytest.raises(ConfigError, match=rf"{pair['pair_id']}: reference .* 0\.60 s is shorter than 1 s") as err:
+            generate_run(tmp_path, dataset, server.url, *OPENAI, path="/v1/audio/speech")
+        assert "1-30 s" in str(err.value)
+        assert server.received == []  # not even the readiness probe's synthesis
+        status, _ = generate_run(tmp_path / "off", dataset, server.url, *OPENAI, "adversary.max_samples=1",
+                                 "adversary.reference_check=false", "adversary.reference_duration_check=false",
+                                 path="/v1/audio/speech")
+    assert status == RunStatus.GENERATED  # the first pair's reference is fine; the check can be switched off
+
+
+# --- rows 5, 8: service record, ignored fields and resume --------------------------------------------------------
+
+def test_the_service_record_is_in_provenance_and_fingerprint(tmp_path, dataset):
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    service_record = importlib.import_module("service_record")
+    record = tmp_path / "s2cpp_service.json"
+    service_record.write_record(record, {"server": "s2cpp", "protocol": "s2cpp_http", "command": ["s2", "--server"],
+                                         "fingerprint": {"binary_sha256": "ab" * 32, "normalize": False}})
+    with running_standin(protocol="s2cpp", max_lifetime=300) as server:
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *S2CPP, "adversary.max_samples=4",
+                                       f"adversary.service_record={record}", path="/generate")
+        assert status == RunStatus.GENERATED
+        manifest = load_manifest(run_dir)
+        assert manifest["generation_provenance"]["service_record"]["command"] == ["s2", "--server"]
+        assert manifest["generation_fingerprint_fields"]["service_record"]["normalize"] is False
+        service_record.write_record(record, {"server": "s2cpp", "protocol": "s2cpp_http", "command": ["s2"],
+                                             "fingerprint": {"binary_sha256": "ab" * 32, "normalize": True}})
+        with pytest.raises(ResumeError, match="service_record"):
+            generate_run(tmp_path / "again", dataset, server.url, *S2CPP, "adversary.max_samples=4",
+                         f"adversary.service_record={record}", f"vc.resume_from={run_dir}", path="/generate")
+    with pytest.raises(ConfigError, match="adversary.service_record=.*'s2cpp_http' server"):
+        generate_run(tmp_path / "fish", dataset, "http://127.0.0.1:9", f"adversary.service_record={record}")
+
+
+def test_a_field_the_server_ignores_does_not_block_resume(tmp_path, dataset, standin):
+    common = ("adversary.max_samples=2", "adversary.reference_check=false")
+    status, first = generate_run(tmp_path, dataset, standin.url, *common, "adversary.normalize=true")
+    assert status == RunStatus.GENERATED
+    status, second = generate_run(tmp_path, dataset, standin.url, *common, "adversary.normalize=false",
+                                  "adversary.repetition_penalty=1.3", f"vc.resume_from={first}",
+                                  run_dir=tmp_path / "results" / "second")
+    manifest = load_manifest(second)
+    assert status == RunStatus.GENERATED and manifest["resumed_from"]["reused"] == 2
+    assert manifest["generation_provenance"]["request"]["normalize"] is False  # still recorded
+    assert manifest["ignored_request_fields"] == ["normalize", "repetition_penalty"]
+    with pytest.raises(ResumeError, match="top_p"):  # a field that takes effect still blocks
+        generate_run(tmp_path, dataset, standin.url, *common, "adversary.top_p=0.5", f"vc.resume_from={first}",
+                     run_dir=tmp_path / "results" / "third")
+
+
+# --- rows 6, 7: a stream cut after 200; a repeated identical 500 ------------------------------------------------
+
+def test_a_stream_cut_after_200_keeps_the_status_and_partial_body(tmp_path, dataset, standin):
+    standin.faults.add([{"kind": "truncate"}])
+    status, run_dir = generate_run(tmp_path, dataset, standin.url, "adversary.max_samples=2",
+                                   "adversary.reference_check=false", "adversary.measure=ttfb",
+                                   "adversary.request_attempts=1")
+    assert status == RunStatus.PARTIAL
+    first = load_manifest(run_dir)["samples"][0]["sample_id"]
+    end = next(e for e in journal(run_dir) if e["event"] == "attempt_end" and e["sample_id"] == first)
+    assert end["outcome"] == "unknown_outcome" and end["status_code"] == 200
+    assert end["response_bytes"] > 0 and len(end["response_sha256"]) == 64
+    assert "failed after starting the stream" in end["error"] and f"after {end['response_bytes']} bytes" in end["error"]
+
+
+def test_a_repeated_identical_500_stops_early_as_permanent(tmp_path, dataset, standin):
+    standin.faults.add([{"kind": "status", "code": 500, "message": "No audio generated, please check the input text.",
+                         "times": 3}])
+    status, run_dir = generate_run(tmp_path, dataset, standin.url, "adversary.max_samples=2",
+                                   "adversary.reference_check=false", "adversary.request_attempts=3")
+    assert status == RunStatus.PARTIAL
+    first = load_manifest(run_dir)["samples"][0]["sample_id"]
+    ends = [e for e in journal(run_dir) if e["event"] == "attempt_end" and e["sample_id"] == first]
+    assert [e["outcome"] for e in ends] == ["transient", "permanent"]
+    assert "stopped early: the same HTTP 500 body as the previous attempt" in ends[-1]["error"]
+
+
+def test_s2cpp_busy_longer_than_the_timeout_spends_the_attempt(tmp_path, dataset):
+    with running_standin(protocol="s2cpp", max_lifetime=300) as server:
+        server.faults.add([{"kind": "none", "times": 3}])  # the mandatory gate's three requests
+        server.faults.set_sticky({"kind": "status", "code": 503, "message": "Server busy processing another "
+                                  "synthesis request."})
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *S2CPP, "adversary.max_samples=4",
+                                       "adversary.timeout=0.6", "adversary.request_attempts=2", path="/generate")
+    assert status == RunStatus.FAILED
+    first = load_manifest(run_dir)["samples"][0]["sample_id"]
+    ends = [e for e in journal(run_dir) if e["event"] == "attempt_end" and e["sample_id"] == first
+            and e["purpose"] == "sample"]
+    assert [e["outcome"] for e in ends] == ["transient", "transient"]
+    assert all("above the 0.6 s allowed per attempt" in e["error"] for e in ends)
+
+
+# --- row 10: gate attempts apart --------------------------------------------------------------------------------
+
+def test_status_counts_gate_attempts_apart_from_samples(tmp_path, dataset, standin):
+    from clonebench.cli.status import summarise
+
+    status, run_dir = generate_run(tmp_path, dataset, standin.url, "adversary.max_samples=2")
+    assert status == RunStatus.GENERATED
+    summary = summarise(run_dir)
+    assert summary["attempts"] == 2 == sum(s["attempts"] for s in load_manifest(run_dir)["samples"])
+    assert summary["gate_attempts"] == {"determinism_probe": 2, "reference_check": 1}
+
+
+# --- row 11: readiness polling -------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_server_that_starts_late_is_waited_for(tmp_path, dataset, caplog):
+    port = _free_port()
+    started = {}
+
+    def start_later():
+        time.sleep(1.5)
+        server = StandinServer(("127.0.0.1", port))
+        started["server"] = server
+        threading.Timer(120, server.shutdown).start()
+        server.serve_forever(poll_interval=0.05)
+
+    threading.Thread(target=start_later, daemon=True).start()
+    try:
+        status, run_dir = generate_run(tmp_path, dataset, f"http://127.0.0.1:{port}", "adversary.max_samples=1",
+                                       "adversary.reference_check=false", "adversary.ready_timeout=30")
+    finally:
+        while "server" not in started:
+            time.sleep(0.05)
+        started["server"].shutdown()
+        started["server"].server_close()
+    assert status == RunStatus.GENERATED
+    assert any("waiting for 1 endpoint(s) to become ready" in r.message for r in caplog.records)
+
+
+def test_a_server_that_never_comes_up_fails_with_its_last_answer(tmp_path, dataset):
+    port = _free_port()
+    began = time.monotonic()
+    with pytest.raises(ServerNotReadyError, match=r"ConnectError.*still not ready after \d+ s of polling"):
+        generate_run(tmp_path, dataset, f"http://127.0.0.1:{port}", "adversary.ready_timeout=1.5")
+    assert time.monotonic() - began >= 1.5
