@@ -67,7 +67,7 @@ def _run_vc(tmp_path: Path, data: Path, *overrides: str, measure: bool = False):
     command = [*head, "--config-name", "demo", f"paths.results_dir={tmp_path / 'results'}",
                f"dataset.manifest_filename={data / 'metadata.json'}", f"dataset.root_path={data}",
                "+vc.generate_only=true", "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2",
-               *overrides]
+               "adversary.ready_timeout=2", *overrides]
     return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=300)
 
 

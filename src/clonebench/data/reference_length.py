@@ -13,14 +13,22 @@ import io
 
 import soundfile as sf
 
+from clonebench.data.audio_cache import verified_bytes
 from clonebench.errors import ManifestError
 from clonebench.records import Sample
 
 
 def reference_seconds(sample: Sample) -> float:
-    """Duration of the sample's reference (prompt) recording, from its header."""
+    """Duration of the sample's reference (prompt) recording, from its header.
+
+    The file was validated as a WAV; if its header cannot be read now, it changed since: ``verified_bytes``
+    says so (InputChangedError, naming the file), and nothing is sent."""
     source = io.BytesIO(sample.prompt.data) if sample.prompt.data is not None else sample.prompt.path
-    info = sf.info(source)
+    try:
+        info = sf.info(source)
+    except (RuntimeError, sf.LibsndfileError):
+        verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name")
+        raise
     return info.frames / info.samplerate
 
 

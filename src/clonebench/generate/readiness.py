@@ -4,16 +4,15 @@ adversary's own reference rule (e.g. vLLM-Omni's 1-30 s)."""
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import time
 
 import anyio
 import httpx
-import soundfile as sf
 
 from clonebench.adversary.base import Adversary
 from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
+from clonebench.data.reference_length import reference_seconds
 from clonebench.errors import ConfigError, ServerNotReadyError
 from clonebench.records import Sample
 
@@ -29,12 +28,7 @@ def check_reference_durations(samples: list[Sample], adversary: Adversary) -> di
     for sample in samples:
         duration = seen.get(sample.prompt.sha256)
         if duration is None:
-            try:
-                duration = sf.info(io.BytesIO(sample.prompt.read_bytes())).duration
-            except (RuntimeError, sf.LibsndfileError) as exc:
-                problems.append(f"{sample.pair_id}: reference {sample.prompt.label} cannot be read ({exc})")
-                continue
-            seen[sample.prompt.sha256] = duration
+            duration = seen[sample.prompt.sha256] = reference_seconds(sample)
         problem = rule.problem(duration)
         if problem:
             problems.append(f"{sample.pair_id}: reference {sample.prompt.label} {problem}")
