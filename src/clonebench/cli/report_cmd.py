@@ -5,7 +5,8 @@ with n and 95 % CI; or an HTML report to read and listen to.
                       [--copy-audio]
 
 Partial runs are refused unless --allow-partial, which labels them. --with-paper adds the paper's 18
-published LibriTTS rows (reproduction/paper/), marked as published values. --format html writes a folder
+published LibriTTS rows (reproduction/paper/), marked as published values. A timing run (adversary.measure=ttfb)
+among the runs gives the RTF of the quality run of the same pairs and server. --format html writes a folder
 (``--output DIR``, required) holding index.html, the plots and, with --copy-audio, the audio.
 """
 
@@ -20,7 +21,8 @@ from clonebench.report.paper import csv_text, latex, markdown, paper_rows, run_r
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", type=Path, help="evaluated run directories")
+    parser.add_argument("runs", nargs="+", type=Path,
+                        help="evaluated run directories, and timing runs (adversary.measure=ttfb) for the RTF column")
     parser.add_argument("--format", choices=("md", "latex", "csv", "html"), default="md")
     parser.add_argument("--with-paper", action="store_true", help="add the paper's published LibriTTS rows")
     parser.add_argument("--allow-partial", action="store_true", help="include partial runs, labelled (partial)")
@@ -35,7 +37,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == "html" and not args.output:
         raise ClonebenchError("--format html writes a folder: give it with --output DIR")
-    views = [load_view(path) for path in args.runs]
+    from clonebench.report.rtf import attach_rtf, is_timing_run, load_timing
+
+    timings = [load_timing(path) for path in args.runs if is_timing_run(path)]
+    views = [load_view(path) for path in args.runs if not is_timing_run(path)]
+    if not views:
+        raise ClonebenchError("only timing runs given: add the evaluated quality run(s) of the same pairs and server")
     tables = [v.table for v in views]
     partial = [t for t in tables if t.status != "complete"]
     if partial and not args.allow_partial:
@@ -43,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
                               "--allow-partial to include them labelled (partial)")
     for table, label in zip(tables, args.label or []):
         table.label = label
-    rows = run_rows(tables) + (paper_rows() if args.with_paper else [])
+    rows = run_rows(tables)
+    attach_rtf(rows, [v.generation for v in views], timings)
+    rows += paper_rows() if args.with_paper else []
     if args.format == "html":
         from clonebench.report.html_page import write_html_report
 
