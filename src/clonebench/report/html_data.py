@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clonebench.evaluate.registry import UNVERIFIED
 from clonebench.report.tables import ResultTable, as_number, load_run
 
 # per-sample numbers the page can show, in this order (only those some run has are shown)
@@ -79,7 +80,7 @@ def provenance(view: RunView) -> dict:
     for name, record in view.scoring.get("scorers", {}).items():
         assets = {f"{a.get('id')}@{a.get('revision')}": a.get("files", {}) for a in record.get("assets", [])}
         scorers.append({"scorer": name, "version": record.get("version"), "metrics": record.get("metrics"),
-                        "verified": record.get("verified", True), "assets": assets,
+                        "verified": name not in UNVERIFIED, "assets": assets,
                         "fingerprint": record.get("fingerprint")})
     return {"run": view.label, "run_dir": str(view.table.run_dir), "phase": gen.get("phase"),
             "measure": gen.get("measure"), "seed_policy": gen.get("seed_policy"), "seed": gen.get("seed"),

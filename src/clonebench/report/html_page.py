@@ -17,7 +17,7 @@ from clonebench.atomic import atomic_write_text
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
 from clonebench.report.paired import paired_summary
-from clonebench.report.paper import COLUMNS, _cell, best, footnotes
+from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best
 from clonebench.report.plots import write_plots
 from clonebench.report.tables import as_number
 
@@ -43,7 +43,7 @@ def paper_table(rows: list[dict]) -> str:
         for key, _, _ in COLUMNS:
             cell = row["cells"].get(key)
             text = escape(_cell(cell))
-            bold = cell is not None and cell["mean"] == top.get(key)
+            bold = is_best(cell, top, key)
             cells.append(f'<td class="{"best" if bold else ""}">{text}</td>')
         body.append(f'<tr class="{escape(row["source"])}"><td>{escape(row["name"])}</td>{"".join(cells)}</tr>')
     notes = "".join(f"<li>{escape(n)}</li>" for n in footnotes(rows))

@@ -121,12 +121,17 @@ def sample_rows(views: list[RunView], linker: AudioLinker) -> tuple[str, list[di
         audio = "".join(clips) + (f'<div class="ab">{"".join(generated)}</div>' if len(views) > 1 else generated[0])
         texts = [f'<div class="ref"><span class="tag">target text</span> {escape(base.get("target_text") or "")}</div>']
         for k, (view, row) in enumerate(zip(views, rows)):
-            if not row or not (row.get("hypothesis") or "").strip() and as_number(row.get("wer")) is None:
+            if not row:
                 continue
-            normalisation = view.table.protocols.get("wer", {}).get("normalisation")
-            tag = "Whisper" + (f" {LETTERS[k]}" if len(views) > 1 else "")
-            texts.append(f'<div class="hyp"><span class="tag">{tag}</span> '
-                         f'{word_diff(base.get("target_text") or "", row.get("hypothesis") or "", normalisation)}</div>')
+            letter = f" {LETTERS[k]}" if len(views) > 1 else ""
+            if (row.get("hypothesis") or "").strip() or as_number(row.get("wer")) is not None:
+                normalisation = view.table.protocols.get("wer", {}).get("normalisation")
+                diff = word_diff(base.get("target_text") or "", row.get("hypothesis") or "", normalisation)
+                texts.append(f'<div class="hyp"><span class="tag">Whisper{letter}</span> {diff}</div>')
+            if row.get("emotion_target") or row.get("emotion_generated"):
+                texts.append(f'<div class="emo"><span class="tag">emotion{letter}</span> target '
+                             f'{escape(row.get("emotion_target") or "–")} · generated '
+                             f'{escape(row.get("emotion_generated") or "–")}</div>')
             if row.get("errors"):
                 texts.append(f'<div class="err">{escape(row["errors"])}</div>')
         cells = []

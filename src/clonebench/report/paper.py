@@ -63,10 +63,15 @@ def footnotes(rows: list[dict]) -> list[str]:
 def best(rows: list[dict]) -> dict[str, float]:
     out = {}
     for key, _, higher in COLUMNS:
-        values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]]
+        values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]
+                  and not r["cells"][key].get("unverified")]  # an unverified scorer's value is never "best"
         if values:
             out[key] = max(values) if higher else min(values)
     return out
+
+
+def is_best(cell: dict | None, top: dict, key: str) -> bool:
+    return bool(cell) and not cell.get("unverified") and cell["mean"] == top.get(key)
 
 
 def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
@@ -87,7 +92,7 @@ def markdown(rows: list[dict]) -> str:
         cells = []
         for key, _, _ in COLUMNS:
             text = _cell(row["cells"].get(key))
-            cells.append(f"**{text}**" if key in row["cells"] and row["cells"][key]["mean"] == top.get(key) else text)
+            cells.append(f"**{text}**" if is_best(row["cells"].get(key), top, key) else text)
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n\n" + "\n".join(footnotes(rows)) + "\n"
 
@@ -109,7 +114,7 @@ def latex(rows: list[dict]) -> str:
             text = "--" if not cell else f"{cell['mean']:.3f}"
             if cell and cell.get("ci"):
                 text += rf"\,{{\scriptsize[{cell['ci'][0]:.3f}, {cell['ci'][1]:.3f}]}}"
-            if cell and cell["mean"] == top.get(key):
+            if is_best(cell, top, key):
                 text = rf"\textbf{{{text}}}"
             if cell and cell.get("unverified"):
                 text += r"$^\dagger$"
