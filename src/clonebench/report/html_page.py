@@ -8,7 +8,6 @@ end or comment out the element."""
 from __future__ import annotations
 
 import json
-import shutil
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -88,8 +87,6 @@ def _paired(views: list[RunView]) -> str:
 def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False) -> Path:
     """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path."""
     out_dir = Path(out_dir)
-    if (out_dir / "audio").is_dir():
-        shutil.rmtree(out_dir / "audio")
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots([v.table for v in views], out_dir)
     linker = AudioLinker(out_dir, copy_audio)

@@ -12,6 +12,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from clonebench.hashing import sha256_file
 from clonebench.report.html_data import RunView, shown_metrics
 from clonebench.report.tables import as_number
 
@@ -29,8 +30,9 @@ class AudioLinker:
         if path is None or not Path(path).is_file():
             return None
         if self.copy:
-            name = f"{sha256}.wav" if sha256 and all(c in "0123456789abcdef" for c in sha256) \
-                else f"{abs(hash(str(path))):x}.wav"
+            if not (sha256 and len(sha256) == 64 and all(c in "0123456789abcdef" for c in sha256)):
+                sha256 = sha256_file(path)
+            name = f"{sha256}.wav"  # content-addressed: one copy per distinct clip
             target = self.out_dir / "audio" / name
             if not target.is_file():
                 target.parent.mkdir(parents=True, exist_ok=True)
