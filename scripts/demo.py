@@ -3,16 +3,20 @@
 
 1. builds a small LibriTTS-shaped dataset with eSpeak NG under results/demo/data/;
 2. starts the stand-in Fish server (``python -m clonebench.standin``) on a free loopback port;
-3. runs ``python run_vc.py --config-name demo`` against it, then stops the server.
+3. runs ``python run_vc.py --config-name demo`` against it, then stops the server;
+4. writes the HTML report of the scored run (``clonebench report RUN --format html --with-paper``) into
+   ``RUN/report/`` and prints the path of its ``index.html``.
 ``--results DIR`` (first) puts data and runs under DIR instead of results/; further arguments are
 passed to run_vc.py as Hydra overrides.
 """
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,15 +32,26 @@ def main(argv: list[str]) -> int:
         results, argv = Path(argv[1]).resolve(), argv[2:]
     manifest = build_demo_dataset(results / "demo" / "data")
     print(f"demo dataset: {manifest}")
+    run_name = next((a.split("=", 1)[1] for a in argv if a.startswith("run_name=")), "demo")
+    run_dir = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("hydra.run.dir=")), None)
+    if run_dir is None:
+        run_dir = results / run_name / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+        argv = [*argv, f"hydra.run.dir={run_dir}"]
     with tempfile.TemporaryDirectory() as tmp:
         server, url = start_process(Path(tmp) / "url", max_lifetime=1800)
         try:
             command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
                        f"adversary.endpoint_url={url}/v1/tts", *argv]
-            return subprocess.run(command, cwd=REPO).returncode
+            code = subprocess.run(command, cwd=REPO).returncode
         finally:
             server.terminate()
             server.wait(timeout=30)
+    if code == 0 and (run_dir / "metrics.json").is_file():
+        from clonebench.cli.main import main as cli
+
+        code = cli(["report", str(run_dir), "--format", "html", "--with-paper", "--allow-partial",
+                    "--output", str(run_dir / "report")])
+    return code
 
 
 if __name__ == "__main__":

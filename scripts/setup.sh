@@ -9,6 +9,7 @@ EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev}"
 need_apt=()
 command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
 [ -d /usr/share/pocketsphinx/test/data/librivox ] || need_apt+=(pocketsphinx-testdata)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the HTML report's browser test (headless)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: apt-get install ${need_apt[*]}"
@@ -23,7 +24,8 @@ fi
 if ! "$PYTHON" - "$EXTRAS" <<'PY' >/dev/null 2>&1
 import importlib.metadata as md, sys
 md.version("clonebench")
-for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher"):
+for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
+             "playwright"):
     md.version(name)
 if "eval" in sys.argv[1]:
     assert md.version("torch") == "2.11.0" and md.version("torchaudio") == "2.11.0"

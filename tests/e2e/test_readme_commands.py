@@ -7,6 +7,7 @@ import re
 import subprocess
 
 from tests.conftest import REPO
+from tests.report_browser import column, open_report
 
 
 def readme_commands() -> list[str]:
@@ -36,3 +37,15 @@ def test_make_demo_generates_every_pair(tmp_path):
     assert metrics["status"] == "complete" and set(metrics["metrics"]) == {"sim", "sva", "wer", "mcd", "dnsmos"}
     assert f"evaluation complete on cpu: {runs[0]}" in result.stdout
     assert re.search(r"^sim +0\.\d{4} +\[0\.\d{4}, 0\.\d{4}\] +8/8", result.stdout, re.M)
+    page_path = runs[0] / "report" / "index.html"
+    assert f"HTML report: {page_path}" in result.stdout
+    page, seen, close = open_report(page_path)  # the browser test of the HTML report, on the demo's run
+    try:
+        assert seen["errors"] == [] and seen["blocked"] == []
+        assert page.locator("#samples-table tbody tr").count() == 8
+        assert page.locator("#samples-table audio").count() == 8 * 3
+        page.click("#worst-sim")
+        sim = column(page, "sim")
+        assert len(sim) == 8 and sim == sorted(sim)
+    finally:
+        close()

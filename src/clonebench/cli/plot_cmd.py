@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from clonebench.report.plots import write_plots
 from clonebench.report.tables import load_run
 
 
@@ -17,43 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     tables = [load_run(p) for p in args.runs]
-    out = args.output or tables[0].run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    speakers = sorted({str(r["speaker_id"]) for t in tables for r in t.rows})
-    fig, ax = plt.subplots(figsize=(max(6, len(speakers) * 0.6 * len(tables)), 4))
-    width = 0.8 / len(tables)
-    for k, table in enumerate(tables):
-        per = [[v for r, v in zip(table.rows, table.values("sim")) if str(r["speaker_id"]) == s and v is not None]
-               for s in speakers]
-        positions = [i + k * width for i in range(len(speakers))]
-        ax.boxplot([p or [float("nan")] for p in per], positions=positions, widths=width * 0.9, patch_artist=True,
-                   boxprops={"facecolor": f"C{k}", "alpha": 0.5}, medianprops={"color": "black"})
-        ax.plot([], [], color=f"C{k}", label=table.label, linewidth=6, alpha=0.5)
-    ax.set_xticks([i + width * (len(tables) - 1) / 2 for i in range(len(speakers))], speakers, rotation=45)
-    ax.set_xlabel("speaker")
-    ax.set_ylabel("SIM (ECAPA cosine)")
-    ax.set_title("Speaker similarity per speaker")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "sim_per_speaker.png", dpi=120)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for k, table in enumerate(tables):
-        values = [v for v in table.values("wer") if v is not None]
-        ax.hist(values, bins=20, range=(0, max(1.0, max(values, default=1.0))), alpha=0.5, color=f"C{k}",
-                label=f"{table.label} (n={len(values)})")
-    ax.set_xlabel("per-utterance WER")
-    ax.set_ylabel("utterances")
-    ax.set_title("WER per utterance")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "wer_per_utterance.png", dpi=120)
-    plt.close(fig)
-    print(f"wrote {out / 'sim_per_speaker.png'} and {out / 'wer_per_utterance.png'}")
+    written = write_plots(tables, args.output or tables[0].run_dir)
+    print("wrote " + (" and ".join(str(p) for p in written) if written else "nothing (no SIM or WER values)"))
     return 0

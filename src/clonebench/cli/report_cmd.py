@@ -1,9 +1,13 @@
-"""A paper table of evaluated runs: rows = runs, columns SIM↑ WER↓ MCD↓ DNSMOS↑ SVA↑ with n and 95 % CI.
+"""A paper table of evaluated runs: rows = runs, the paper's columns (SIM WER MOS MCD RTF SVA Emo) plus DNSMOS,
+with n and 95 % CI; or an HTML report to read and listen to.
 
-    clonebench report RUN [RUN ...] --format md|latex|csv [--with-paper] [--allow-partial] [--output FILE]
+    clonebench report RUN [RUN ...] --format md|latex|csv|html [--with-paper] [--allow-partial] [--output FILE|DIR]
+                      [--copy-audio]
 
 Partial runs are refused unless --allow-partial, which labels them. --with-paper adds the paper's 18
-published LibriTTS rows (reproduction/paper/), marked as published values.
+published LibriTTS rows (reproduction/paper/), marked as published values. A timing run (adversary.measure=ttfb)
+among the runs gives the RTF of the quality run of the same pairs and server. --format html writes a folder
+(``--output DIR``, required) holding index.html, the plots and, with --copy-audio, the audio.
 """
 
 from __future__ import annotations
@@ -14,27 +18,47 @@ from pathlib import Path
 from clonebench.atomic import atomic_write_text
 from clonebench.errors import ClonebenchError
 from clonebench.report.paper import csv_text, latex, markdown, paper_rows, run_rows
-from clonebench.report.tables import load_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", type=Path, help="evaluated run directories")
-    parser.add_argument("--format", choices=("md", "latex", "csv"), default="md")
+    parser.add_argument("runs", nargs="+", type=Path,
+                        help="evaluated run directories, and timing runs (adversary.measure=ttfb) for the RTF column")
+    parser.add_argument("--format", choices=("md", "latex", "csv", "html"), default="md")
     parser.add_argument("--with-paper", action="store_true", help="add the paper's published LibriTTS rows")
     parser.add_argument("--allow-partial", action="store_true", help="include partial runs, labelled (partial)")
     parser.add_argument("--label", action="append", help="row label per run, in order (default: run_name)")
-    parser.add_argument("--output", type=Path, help="write here instead of standard output")
+    parser.add_argument("--output", type=Path, help="write here instead of standard output (html: the folder)")
+    parser.add_argument("--copy-audio", action="store_true",
+                        help="html: copy the audio into the folder (default: link it by relative path)")
 
 
 def run(args: argparse.Namespace) -> int:
-    tables = [load_run(path) for path in args.runs]
+    from clonebench.report.html_data import load_view
+
+    if args.format == "html" and not args.output:
+        raise ClonebenchError("--format html writes a folder: give it with --output DIR")
+    from clonebench.report.rtf import attach_rtf, is_timing_run, load_timing
+
+    timings = [load_timing(path) for path in args.runs if is_timing_run(path)]
+    views = [load_view(path) for path in args.runs if not is_timing_run(path)]
+    if not views:
+        raise ClonebenchError("only timing runs given: add the evaluated quality run(s) of the same pairs and server")
+    tables = [v.table for v in views]
     partial = [t for t in tables if t.status != "complete"]
     if partial and not args.allow_partial:
         raise ClonebenchError(f"partial run(s) {[str(t.run_dir) for t in partial]}: finish them, or pass "
                               "--allow-partial to include them labelled (partial)")
     for table, label in zip(tables, args.label or []):
         table.label = label
-    rows = run_rows(tables) + (paper_rows() if args.with_paper else [])
+    rows = run_rows(tables)
+    attach_rtf(rows, [v.generation for v in views], timings)
+    rows += paper_rows() if args.with_paper else []
+    if args.format == "html":
+        from clonebench.report.html_page import write_html_report
+
+        page = write_html_report(views, rows, args.output, copy_audio=args.copy_audio)
+        print(f"HTML report: {page}")
+        return 0
     text = {"md": markdown, "latex": latex, "csv": csv_text}[args.format](rows)
     if args.output:
         atomic_write_text(args.output, text)

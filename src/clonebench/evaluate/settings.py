@@ -31,7 +31,7 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
     unknown = [m for m in metrics if m not in METRIC_GROUPS]
     if unknown or not metrics:
         raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown or '[]'}; known: "
-                          f"{sorted(METRIC_GROUPS)} (UTMOS is not offered: its weights are not available offline)")
+                          f"{sorted(METRIC_GROUPS)} (mos and emotion_match are unverified scorers: see README)")
     whisper = {
         "backend": reader.str("evaluation.whisper.backend", choices=WER_BACKENDS),
         "model": reader.str("evaluation.whisper.model"),
@@ -48,6 +48,13 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
         "whisper": whisper,
         "mcd": {},
         "dnsmos": {"local_dir": reader.path("evaluation.dnsmos.local_dir", None)},
+        "utmos": {"local_dir": reader.path("evaluation.utmos.local_dir", None),
+                  "weights": reader.path("evaluation.utmos.weights", None),
+                  "sha256": reader.str("evaluation.utmos.sha256", None, allow_none=True),
+                  "allow_hub": reader.bool("evaluation.utmos.allow_hub")},
+        "emotion": {"local_dir": reader.path("evaluation.emotion.local_dir", None),
+                    "base_dir": reader.path("evaluation.emotion.base_dir", None),
+                    "allow_hub": reader.bool("evaluation.emotion.allow_hub")},
     }
     vc_device = reader.str("vc.evaluation.device", None, allow_none=True)
     return EvaluationSettings(

@@ -1,4 +1,6 @@
-"""Paper tables: rows = runs (and, on request, the paper's published rows), columns SIM↑ WER↓ MCD↓ DNSMOS↑ SVA↑."""
+"""Paper tables: rows = runs (and, on request, the paper's published rows), the paper's columns SIM↑ WER↓ MOS↑
+MCD↓ RTF↓ SVA↑ Emo↑ plus DNSMOS↑. A run fills every column it has: MOS and Emo from its scorers (marked † while
+those scorers are unverified), RTF from a timing run of the same pairs and server (``report.rtf``)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,13 @@ from pathlib import Path
 
 from clonebench.report.tables import ResultTable
 
-COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mcd", "MCD↓", False), ("dnsmos", "DNSMOS↑", True),
-           ("sva", "SVA↑", True)]
+COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", True), ("mcd", "MCD↓", False),
+           ("rtf", "RTF↓", False), ("sva", "SVA↑", True), ("emotion_match", "Emo↑", True), ("dnsmos", "DNSMOS↑", True)]
 PAPER_FILE = Path(__file__).resolve().parents[3] / "reproduction" / "paper" / "published_tables.json"
-PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mcd": "MCD", "sva": "SVA"}  # the paper's MOS is not DNSMOS
+PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mos": "MOS", "mcd": "MCD", "rtf": "RTF", "sva": "SVA",
+              "emotion_match": "Emotion"}  # the paper's MOS is UTMOS, not DNSMOS
+BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; (published) rows are the paper's "
+             "values, not runs of this harness.")
 
 
 def run_rows(tables: list[ResultTable]) -> list[dict]:
@@ -20,12 +25,16 @@ def run_rows(tables: list[ResultTable]) -> list[dict]:
     for table in tables:
         label = table.label + (" (partial)" if table.status != "complete" else "") \
             + (" (no seed)" if table.seed_policy == "not_supported" or table.seed_honoured is False else "")
-        row = {"name": label, "source": "run", "cells": {}}
+        row = {"name": label, "source": "run", "cells": {}, "notes": []}
         for key, _, _ in COLUMNS:
             entry = table.metrics_summary.get(key)
             if entry and entry.get("mean") is not None:
                 row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
                                      "n_requested": entry["n_requested"]}
+                reason = unverified_reason(key)
+                if reason:
+                    row["cells"][key]["unverified"] = True
+                    row["notes"].append(f"† {key}: {reason}")
         rows.append(row)
     return rows
 
@@ -37,13 +46,32 @@ def paper_rows(condition: str = "LibriTTS", path: Path = PAPER_FILE) -> list[dic
             for r in table["rows"]]
 
 
+def unverified_reason(metric: str) -> str | None:
+    from clonebench.evaluate.registry import METRIC_GROUPS, UNVERIFIED
+
+    return UNVERIFIED.get(METRIC_GROUPS.get(metric, ""))
+
+
+def footnotes(rows: list[dict]) -> list[str]:
+    """The table's footnotes: the base note, then each distinct row note (unverified scorers, RTF scope)."""
+    notes = [BASE_NOTE]
+    for row in rows:
+        notes += [n for n in row.get("notes", []) if n not in notes]
+    return notes
+
+
 def best(rows: list[dict]) -> dict[str, float]:
     out = {}
     for key, _, higher in COLUMNS:
-        values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]]
+        values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]
+                  and not r["cells"][key].get("unverified")]  # an unverified scorer's value is never "best"
         if values:
             out[key] = max(values) if higher else min(values)
     return out
+
+
+def is_best(cell: dict | None, top: dict, key: str) -> bool:
+    return bool(cell) and not cell.get("unverified") and cell["mean"] == top.get(key)
 
 
 def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
@@ -54,7 +82,7 @@ def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
         text += f" [{cell['ci'][0]:.{digits}f}, {cell['ci'][1]:.{digits}f}]"
     if cell.get("n") is not None:
         text += f" (n={cell['n']}/{cell['n_requested']})"
-    return text
+    return text + (" †" if cell.get("unverified") else "")
 
 
 def markdown(rows: list[dict]) -> str:
@@ -64,10 +92,9 @@ def markdown(rows: list[dict]) -> str:
         cells = []
         for key, _, _ in COLUMNS:
             text = _cell(row["cells"].get(key))
-            cells.append(f"**{text}**" if key in row["cells"] and row["cells"][key]["mean"] == top.get(key) else text)
+            cells.append(f"**{text}**" if is_best(row["cells"].get(key), top, key) else text)
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\nSIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; " \
-                              "(published) rows are the paper's values, not runs of this harness.\n"
+    return "\n".join(lines) + "\n\n" + "\n".join(footnotes(rows)) + "\n"
 
 
 def _latex_escape(text: str) -> str:
@@ -87,11 +114,13 @@ def latex(rows: list[dict]) -> str:
             text = "--" if not cell else f"{cell['mean']:.3f}"
             if cell and cell.get("ci"):
                 text += rf"\,{{\scriptsize[{cell['ci'][0]:.3f}, {cell['ci'][1]:.3f}]}}"
-            if cell and cell["mean"] == top.get(key):
+            if is_best(cell, top, key):
                 text = rf"\textbf{{{text}}}"
+            if cell and cell.get("unverified"):
+                text += r"$^\dagger$"
             cells.append(text)
         lines.append(" & ".join([_latex_escape(row["name"])] + cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [r"\bottomrule", r"\end{tabular}"] + ["% " + n for n in footnotes(rows)]
     return "\n".join(lines) + "\n"
 
 

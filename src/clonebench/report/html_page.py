@@ -1,0 +1,130 @@
+"""The HTML report: one self-contained folder (index.html with inline CSS and JS, the plots as PNG files,
+audio by relative path or copied in with ``copy_audio``). No network: no CDN, no remote font, no fetch.
+
+Every text from a manifest, a CSV or a server is escaped; the JSON embedded in a <script> element has
+``<``, ``>`` and ``&`` written as ``\\u003c``, ``\\u003e``, ``\\u0026`` so ``</script>`` or ``<!--`` cannot
+end or comment out the element."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from importlib import resources
+from pathlib import Path
+
+from clonebench.atomic import atomic_write_text
+from clonebench.report.html_data import RunView, coverage, provenance
+from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
+from clonebench.report.paired import paired_summary
+from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best
+from clonebench.report.plots import write_plots
+from clonebench.report.tables import as_number
+
+PAGE = "index.html"
+
+
+def script_json(payload) -> str:
+    """JSON that is safe inside <script>: no '<', '>' or '&' survives literally."""
+    return json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e") \
+        .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _static(name: str) -> str:
+    return resources.files("clonebench.report").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def paper_table(rows: list[dict]) -> str:
+    top = best(rows)
+    head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in COLUMNS) + "</tr>"
+    body = []
+    for row in rows:
+        cells = []
+        for key, _, _ in COLUMNS:
+            cell = row["cells"].get(key)
+            text = escape(_cell(cell))
+            bold = is_best(cell, top, key)
+            cells.append(f'<td class="{"best" if bold else ""}">{text}</td>')
+        body.append(f'<tr class="{escape(row["source"])}"><td>{escape(row["name"])}</td>{"".join(cells)}</tr>')
+    notes = "".join(f"<li>{escape(n)}</li>" for n in footnotes(rows))
+    return f'<table class="paper"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table><ul class="notes">{notes}</ul>'
+
+
+def _definition_list(record: dict) -> str:
+    items = []
+    for key, value in record.items():
+        if value in (None, {}, []):
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False, default=str)
+        items.append(f"<dt>{escape(str(key))}</dt><dd><pre>{escape(str(shown))}</pre></dd>")
+    return f"<dl>{''.join(items)}</dl>"
+
+
+def _paired(views: list[RunView]) -> str:
+    if len(views) != 2:
+        return ""
+    a, b = views
+    common = [p for p in a.samples if p in b.samples]
+    rows = []
+    for key in ("sim", "sva", "wer", "mcd", "dnsmos", "mos", "emotion_match"):
+        va = [as_number(a.samples[p].get(key)) for p in common]
+        vb = [as_number(b.samples[p].get(key)) for p in common]
+        keep = [i for i in range(len(common)) if va[i] is not None and vb[i] is not None]
+        if not keep:
+            continue
+        speakers = [str(a.samples[common[i]]["speaker_id"]) for i in keep]
+        s = paired_summary([vb[i] for i in keep], [va[i] for i in keep], speakers)
+        ci = s["delta_ci95"]
+        rows.append(f"<tr><td>{key}</td><td>{s['n_pairs']}/{len(common)}</td><td>{s['historical_mean']:.4f}</td>"
+                    f"<td>{s['current_mean']:.4f}</td><td>{s['paired_mean_delta']:+.4f}</td>"
+                    f"<td>[{ci[0]:+.4f}, {ci[1]:+.4f}]</td><td>{s['mean_abs_delta']:.4f}</td></tr>")
+    legend = f"A = {escape(a.label)}, B = {escape(b.label)}; Δ = B − A over the pairs both runs scored; " \
+             "95 % CI by speaker-cluster bootstrap."
+    return ("<h2 id=\"paired\">Paired deltas (B − A)</h2><p>" + legend + "</p><table class=\"paired\"><thead><tr>"
+            "<th>metric</th><th>pairs</th><th>mean A</th><th>mean B</th><th>Δ mean</th><th>Δ 95 % CI</th>"
+            "<th>mean |Δ|</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False) -> Path:
+    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = write_plots([v.table for v in views], out_dir)
+    linker = AudioLinker(out_dir, copy_audio)
+    table_html, cols = sample_rows(views, linker)
+    speakers = sorted({str(s.get("speaker_id")) for v in views for s in v.samples.values()})
+    runs = [{"letter": LETTERS[k], "label": v.label} for k, v in enumerate(views)]
+    config = {"runs": runs, "columns": [c["title"] for c in cols],
+              "sim": next((c["title"] for c in cols if c["key"] == "sim" and not c.get("delta")), None),
+              "wer": next((c["title"] for c in cols if c["key"] == "wer" and not c.get("delta")), None)}
+    legend = ", ".join(f"{r['letter']} = {escape(r['label'])}" for r in runs)
+    options = "".join(f'<option value="{escape(s)}">{escape(s)}</option>' for s in speakers)
+    figures = "".join(f'<figure><img src="{escape(p.name)}" alt="{escape(p.stem)}"></figure>' for p in plots)
+    prov = "".join(f"<details open><summary>{escape(v.label)}</summary>{_definition_list(provenance(v))}</details>"
+                   for v in views)
+    cov = "".join(f"<details><summary>{escape(v.label)}</summary>{_definition_list(coverage(v))}</details>"
+                  for v in views)
+    title = "clonebench report: " + ", ".join(v.label for v in views)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src 'self'; media-src 'self' file:; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>{escape(title)}</title><style>{_static("report.css")}</style></head>
+<body><h1>{escape(title)}</h1>
+<nav><a href="#table">table</a> · <a href="#plots">plots</a> · <a href="#samples">samples</a>{' · <a href="#paired">paired deltas</a>' if len(views) == 2 else ''} · <a href="#provenance">provenance</a> · <a href="#coverage">coverage</a></nav>
+<h2 id="table">Results</h2>{paper_table(rows)}
+<h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
+{_paired(views)}
+<h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort; in the transcripts,
+<del>struck</del> words are reference words the hypothesis missed or replaced, <ins>marked</ins> words are what it said instead
+(after the run's WER normalisation).</p>
+<div class="controls"><label>speaker <select id="speaker"><option value="">all</option>{options}</select></label>
+<button id="worst-sim" type="button">lowest SIM first</button><button id="worst-wer" type="button">highest WER first</button>
+<span id="shown"></span></div>
+<table id="samples-table" class="samples">{table_html}</table>
+<h2 id="provenance">Provenance</h2>{prov}
+<h2 id="coverage">Coverage</h2>{cov}
+<script type="application/json" id="report-config">{script_json(config)}</script>
+<script>{_static("report.js")}</script>
+</body></html>
+"""
+    atomic_write_text(out_dir / PAGE, page)
+    return out_dir / PAGE

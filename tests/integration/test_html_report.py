@@ -1,0 +1,102 @@
+"""The HTML report (clonebench report --format html) opened in a real headless Chromium (Debian's chromium,
+driven by Playwright for Python): runs made here against the stand-in and scored with real models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clonebench.cli.main import main as cli
+from clonebench.pipeline import run
+from clonebench.standin import running_standin
+
+from tests.conftest import compose
+from tests.report_browser import column, open_report
+
+
+HOSTILE_TEXT = "Glue the sheet <script>window.__pwned = 1</script> to the dark blue background."
+HOSTILE_LABEL = "A</script><!-- <b>run"
+COMMON = ["evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",
+          "evaluation.whisper.allow_hub=false", "evaluation.ecapa.allow_hub=false", "adversary.max_samples=4",
+          "adversary.retry_initial_delay=0.01", "adversary.reference_check=false", "evaluation.metrics=[sim,wer]"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, demo_dataset):
+    tmp = tmp_path_factory.mktemp("html")
+    data = tmp / "data"
+    shutil.copytree(demo_dataset, data)
+    metadata = json.loads((data / "metadata.json").read_text())
+    metadata["pairs"][0]["target_text"] = HOSTILE_TEXT  # an untrusted manifest transcript
+    (data / "metadata.json").write_text(json.dumps(metadata))
+    out = {}
+    with running_standin(max_lifetime=600) as server:
+        for name, seed in (("a", 42), ("b", 7)):
+            cfg = compose("demo", [f"paths.results_dir={tmp / 'results'}", f"run_name=run_{name}",
+                                   f"dataset.manifest_filename={data / 'metadata.json'}", f"dataset.root_path={data}",
+                                   f"adversary.endpoint_url={server.url}/v1/tts", f"+seed={seed}", *COMMON])
+            run(cfg, tmp / "results" / name, "test")
+            out[name] = tmp / "results" / name
+    return out
+
+
+@pytest.mark.slow
+def test_single_run_page_is_self_contained_sortable_and_escaped(runs, tmp_path):
+    out = tmp_path / "report"
+    assert cli(["report", str(runs["a"]), "--format", "html", "--output", str(out), "--copy-audio", "--with-paper"]) == 0
+    page, seen, close = open_report(out / "index.html")
+    try:
+        assert seen["errors"] == [] and seen["blocked"] == []
+        inside = out.resolve().as_uri() + "/"
+        assert seen["requests"] and all(u.startswith(inside) for u in seen["requests"]), seen["requests"]
+        states = page.evaluate("Array.from(document.querySelectorAll('audio')).map(a => a.readyState)")
+        assert len(states) == 4 * 3 and min(states) >= 2  # prompt, target, generated per pair
+        page.click("#samples-table th[data-key='sim']")
+        ascending = column(page, "sim")
+        assert len(ascending) == 4 and ascending == sorted(ascending)
+        page.click("#samples-table th[data-key='sim']")
+        assert column(page, "sim") == sorted(ascending, reverse=True)
+        page.click("#worst-wer")
+        wer = column(page, "wer")
+        assert wer == sorted(wer, reverse=True)
+        page.click("#worst-sim")
+        assert column(page, "sim") == ascending
+        # the hostile transcript is text: no script ran, and the page shows the characters
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("#samples-table .ref", has_text="<script>window.__pwned = 1</script>").count() == 1
+        assert page.locator("#samples-table del, #samples-table ins").count() > 0  # word differences marked
+        page.select_option("#speaker", "1002")
+        speakers = page.evaluate("""Array.from(document.querySelectorAll('#samples-table tbody tr'))
+                                    .filter(r => !r.hidden).map(r => r.dataset.speaker)""")
+        assert speakers == ["1002", "1002"]
+        assert page.locator("table.paper tbody tr").count() == 1 + 18
+    finally:
+        close()
+
+
+@pytest.mark.slow
+def test_two_runs_side_by_side_with_relative_audio(runs, tmp_path):
+    out = tmp_path / "ab"
+    assert cli(["report", str(runs["a"]), str(runs["b"]), "--format", "html", "--output", str(out),
+                "--label", HOSTILE_LABEL, "--label", "B"]) == 0
+    assert not (out / "audio").exists()
+    html = (out / "index.html").read_text()
+    config = html.split('<script type="application/json" id="report-config">')[1].split("</script>")[0]
+    assert "<" not in config and json.loads(config)["runs"][0]["label"] == HOSTILE_LABEL
+    page, seen, close = open_report(out / "index.html")
+    try:
+        assert seen["errors"] == [] and seen["blocked"] == []
+        assert all(u.startswith("file:///") for u in seen["requests"])
+        audio = [u for u in seen["requests"] if u.endswith(".wav")]
+        assert any(u.startswith((runs["a"].resolve() / "generated_audio").as_uri()) for u in audio)
+        assert any(u.startswith((runs["b"].resolve() / "generated_audio").as_uri()) for u in audio)
+        assert page.locator("#samples-table tbody tr .ab audio").count() == 4 * 2  # A/B per pair
+        paired = page.evaluate("Array.from(document.querySelectorAll('table.paired tbody tr')).map(r => r.cells[0].textContent)")
+        assert paired == ["sim", "sva", "wer"]  # the ECAPA scorer yields SIM and SVA
+        assert page.title().startswith("clonebench report: " + HOSTILE_LABEL)
+        assert page.evaluate("document.querySelectorAll('b').length") == 0  # the label stayed text
+    finally:
+        close()
