@@ -93,3 +93,67 @@ def test_faster_whisper_hypotheses_equal_transcribe_path(speech_variants):
         scorer.release()
     assert batched == expected
     assert all(expected)
+
+
+def test_dnsmos_equals_speechmos_run_on_the_path(speech_variants):
+    import speechmos.dnsmos
+
+    from clonebench.evaluate.scorers.dnsmos import DNSMOSScorer
+
+    scorer = DNSMOSScorer({"local_dir": None}, "cpu", HashCache(None))
+    scorer.load()
+    try:
+        items = [score_item(v["path"], sample_id=str(k)) for k, v in enumerate(speech_variants)]
+        records = scorer.score_batch(items)
+    finally:
+        scorer.release()
+    worst = 0.0
+    for variant, record in zip(speech_variants, records):
+        expected = speechmos.dnsmos.run(str(variant["path"]), 16000)
+        for metric, key in (("dnsmos", "ovrl_mos"), ("dnsmos_sig", "sig_mos"), ("dnsmos_bak", "bak_mos"),
+                            ("dnsmos_p808", "p808_mos")):
+            worst = max(worst, abs(record.values[metric] - float(expected[key])))
+    assert worst <= DNSMOS_TOLERANCE, worst
+
+
+def upstream_stoi(target_path, generated_path) -> float:
+    """Upstream RVCBench's STOI, step by step with the libraries (torchaudio.load's tensor read via soundfile)."""
+    import numpy as np
+    import soundfile as sf
+    import torch
+    import torch.nn.functional as F
+    import torchaudio
+    from torch_stoi import NegSTOILoss
+
+    waves = []
+    for path in (target_path, generated_path):
+        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        wave = torch.from_numpy(np.ascontiguousarray(data.T))
+        if rate != 16000:
+            wave = torchaudio.functional.resample(wave, rate, 16000)
+        waves.append(wave.mean(dim=0))
+    n = min(len(w) for w in waves)
+    a, b = waves[0][:n].unsqueeze(0), waves[1][:n].unsqueeze(0)
+    if n < 16000:
+        a, b = F.pad(a, (0, 16000 - n)), F.pad(b, (0, 16000 - n))
+    return -NegSTOILoss(sample_rate=16000)(a, b).item()
+
+
+def test_stoi_equals_torch_stoi_called_directly(speech_variants, tmp_path):
+    import soundfile as sf
+
+    from clonebench.evaluate.scorers.stoi import STOIScorer
+
+    short = tmp_path / "short.wav"  # 0.4 s: padded to 1 s as upstream pads
+    data, rate = sf.read(str(speech_variants[0]["path"]))
+    sf.write(str(short), data[rate: rate + int(0.4 * rate)], rate)
+    chosen = pairs(speech_variants) + [(speech_variants[3], {"path": short, "kind": "short"})]
+    scorer = STOIScorer({}, "cpu", HashCache(None))
+    scorer.load()
+    records = scorer.score_batch([score_item(g["path"], t["path"], sample_id=str(k))
+                                  for k, (t, g) in enumerate(chosen)])
+    values = [r.values["stoi"] for r in records]
+    expected = [upstream_stoi(t["path"], g["path"]) for t, g in chosen]
+    assert max(abs(a - b) for a, b in zip(values, expected)) <= 1e-6
+    same = scorer.score_batch([score_item(chosen[0][0]["path"], chosen[0][0]["path"])])[0].values["stoi"]
+    assert same > 0.999 and all(-1.0 <= v < same for v in values)

@@ -10,8 +10,10 @@ SCORERS: dict[str, str] = {
     "whisper/faster_whisper": "clonebench.evaluate.scorers.whisper_faster:FasterWhisperScorer",
     "mcd": "clonebench.evaluate.scorers.mcd:MCDScorer",
     "dnsmos": "clonebench.evaluate.scorers.dnsmos:DNSMOSScorer",
+    "stoi": "clonebench.evaluate.scorers.stoi:STOIScorer",
 }
-METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos"}
+METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
+                 "stoi": "stoi"}
 WER_BACKENDS = ("openai_whisper", "faster_whisper")
 
 

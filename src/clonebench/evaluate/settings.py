@@ -48,6 +48,7 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
         "whisper": whisper,
         "mcd": {},
         "dnsmos": {"local_dir": reader.path("evaluation.dnsmos.local_dir", None)},
+        "stoi": {},
     }
     vc_device = reader.str("vc.evaluation.device", None, allow_none=True)
     return EvaluationSettings(
