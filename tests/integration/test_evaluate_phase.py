@@ -118,4 +118,6 @@ def test_device_is_part_of_the_fingerprint(monkeypatch):
                                                            "compute_capability": "9.0", "cpu_threads": 2})
     assert phase.scorer_provenance(scorer, 8)["fingerprint"] != on_cpu
     monkeypatch.undo()
-    assert phase.scorer_provenance(scorer, 4)["fingerprint"] != on_cpu  # batch size too
+    # scores do not depend on the batch (test_metric_purity), so the batch size is recorded, not fingerprinted
+    assert phase.scorer_provenance(scorer, 4)["fingerprint"] == on_cpu
+    assert phase.scorer_provenance(scorer, 4)["batch_size"] == 4
