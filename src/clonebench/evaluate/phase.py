@@ -50,7 +50,8 @@ def _score(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
     """Records for ``items`` in order: clips too short for the scorer and invalid values become errors."""
     short = {item.sample_id: too_short(scorer, item) for item in items}
     usable = [item for item in items if short[item.sample_id] is None]
-    scored = {r.sample_id: checked(scorer.name, r) for r in _score_usable(scorer, usable)} if usable else {}
+    records = _score_usable(scorer, usable) if usable else []
+    scored = {item.sample_id: checked(scorer.name, r) for item, r in zip(usable, records)}
     return [short[item.sample_id] or scored[item.sample_id] for item in items]
 
 
