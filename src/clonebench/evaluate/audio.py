@@ -1,20 +1,42 @@
-"""Reading WAVs for scoring: soundfile, channel-mean downmix, torchaudio resampling."""
+"""Reading audio for scoring exactly as each reference library reads it (a metric is a function of the file).
+
+Each scorer uses its reference's own loader: SpeechBrain's ``audio_io.load`` + ``audio_normalizer`` (ecapa.py),
+``whisper.audio.load_audio`` / ``faster_whisper.audio.decode_audio`` (the Whisper scorers), pymcd its own.
+The two shared here are the ones whose reference is a generic loader.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
 
-def load_mono(path: Path, rate: int) -> np.ndarray:
-    """Mono float32 samples of ``path`` at ``rate`` Hz (torchaudio's sinc resampler, as SpeechBrain uses)."""
-    samples, native = sf.read(str(path), dtype="float32", always_2d=True)
-    mono = samples.mean(axis=1)
+def load_librosa_16k(path: Path) -> np.ndarray:
+    """``librosa.load(path, sr=16000)``: soundfile read, channel mean, soxr_hq resampling, float32 (DNSMOS)."""
+    import librosa
+
+    audio, _ = librosa.load(str(path), sr=16_000)
+    return audio
+
+
+def load_torchaudio_like(path: Path):
+    """What ``torchaudio.load(path)`` returns for a WAV, without torchcodec: a float32 tensor (channels, frames)
+    scaled to [-1, 1] as its ``normalize=True`` does (integer PCM / 2**(bits-1); float samples as stored), and
+    the rate. soundfile's float32 read applies the same scaling."""
+    import soundfile as sf
+    import torch
+
+    samples, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    return torch.from_numpy(np.ascontiguousarray(samples.T)), rate
+
+
+def resample_mono_torchaudio(path: Path, rate: int):
+    """Upstream RVCBench's pair loading: ``torchaudio.load``, ``torchaudio.functional.resample`` per channel to
+    ``rate``, then the channel mean. A 1-D float32 tensor."""
+    import torchaudio.functional as F
+
+    wave, native = load_torchaudio_like(path)
     if native != rate:
-        import torch
-        import torchaudio.functional as F
-
-        mono = F.resample(torch.from_numpy(mono), native, rate).numpy()
-    return np.ascontiguousarray(mono, dtype=np.float32)
+        wave = F.resample(wave, native, rate)
+    return wave.mean(dim=0)

@@ -53,6 +53,8 @@ class Scorer(ABC):
     uses_gpu: ClassVar[bool]
     sample_rate: ClassVar[int]
     seed_policy: ClassVar[str] = "deterministic (no sampling)"
+    # shortest clip (seconds) the scorer can use; shorter input is a per-sample metric error (evaluate/validity.py)
+    min_duration_s: ClassVar[float] = 0.0
 
     def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):
         self.options = options

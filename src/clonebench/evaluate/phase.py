@@ -18,6 +18,7 @@ from clonebench.evaluate.device import execution, resolve_device
 from clonebench.evaluate.inputs import Requested, duration, load_requested
 from clonebench.evaluate.outputs import write_csv, write_json
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
+from clonebench.evaluate.validity import checked, too_short
 from clonebench.hashing import HashCache
 from clonebench.provenance import package_versions
 from clonebench.settings import RunSettings
@@ -26,7 +27,11 @@ log = logging.getLogger(__name__)
 
 
 def scorer_provenance(scorer: Scorer, batch_size: int) -> dict[str, Any]:
-    """Everything that decides a scorer's numbers; its digest is part of every cache key."""
+    """Everything that decides a scorer's numbers; its digest is part of every cache key.
+
+    The batch size is recorded but not fingerprinted: every scorer's value for a pair is independent of the
+    batch it is scored in (tests/integration/test_metric_purity.py), so records scored with any batch size
+    are interchangeable. Device, torch/CUDA versions and thread count stay in the fingerprint."""
     sources = {str(p.name): hashlib.sha256(p.read_bytes()).hexdigest() for p in scorer.source_files()}
     block = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
              "version": scorer.version(), "protocol": scorer.protocol(), "needs_reference": scorer.needs_reference, "needs_text": scorer.needs_text,
@@ -34,20 +39,30 @@ def scorer_provenance(scorer: Scorer, batch_size: int) -> dict[str, Any]:
              "packages": package_versions(scorer.packages(), include_missing=True),
              "assets": [{k: v for k, v in a.items() if k != "source"} for a in scorer.assets()],
              "seed_policy": scorer.seed_policy + "; torch.manual_seed(0) before scoring",
-             "execution": {**execution(scorer.device), "batch_size": batch_size}}
+             "min_duration_s": scorer.min_duration_s, "execution": execution(scorer.device)}
     block["fingerprint"] = digest(block)
+    block["batch_size"] = batch_size
     block["asset_sources"] = [a.get("source") for a in scorer.assets()]
     return block
 
 
 def _score(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
+    """Records for ``items`` in order: clips too short for the scorer and invalid values become errors."""
+    short = {item.sample_id: too_short(scorer, item) for item in items}
+    usable = [item for item in items if short[item.sample_id] is None]
+    records = _score_usable(scorer, usable) if usable else []
+    scored = {item.sample_id: checked(scorer.name, r) for item, r in zip(usable, records)}
+    return [short[item.sample_id] or scored[item.sample_id] for item in items]
+
+
+def _score_usable(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
     try:
         return scorer.score_batch(items)
     except Exception as exc:  # isolate the bad item: score one at a time, keep the others
         if len(items) == 1:
             return [ScoreRecord(items[0].sample_id, error=f"{type(exc).__name__}: {exc}")]
         log.warning("%s batch failed (%r); scoring its %d items one at a time", scorer.name, exc, len(items))
-        return [r for item in items for r in _score(scorer, [item])]
+        return [r for item in items for r in _score_usable(scorer, [item])]
 
 
 def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
@@ -66,7 +81,7 @@ def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: 
         todo = []
         for item in items:
             cached = cache.get(group, record_key(fingerprint, item))
-            if cached is not None:
+            if cached is not None and checked(scorer.name, cached).ok:
                 results[item.sample_id] = cached
             else:
                 todo.append(item)

@@ -10,11 +10,12 @@ SCORERS: dict[str, str] = {
     "whisper/faster_whisper": "clonebench.evaluate.scorers.whisper_faster:FasterWhisperScorer",
     "mcd": "clonebench.evaluate.scorers.mcd:MCDScorer",
     "dnsmos": "clonebench.evaluate.scorers.dnsmos:DNSMOSScorer",
+    "stoi": "clonebench.evaluate.scorers.stoi:STOIScorer",
     "utmos": "clonebench.evaluate.scorers.utmos:UTMOSScorer",
     "emotion": "clonebench.evaluate.scorers.emotion:EmotionScorer",
 }
-METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos", "mos": "utmos",
-                 "emotion_match": "emotion"}
+METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
+                 "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion"}
 WER_BACKENDS = ("openai_whisper", "faster_whisper")
 
 

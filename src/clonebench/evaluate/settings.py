@@ -55,11 +55,15 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
         "emotion": {"local_dir": reader.path("evaluation.emotion.local_dir", None),
                     "base_dir": reader.path("evaluation.emotion.base_dir", None),
                     "allow_hub": reader.bool("evaluation.emotion.allow_hub")},
+        "stoi": {},
     }
+    # read both (an `or` would skip reading evaluation.device when +vc.evaluation.device is given, and the
+    # unread-key check would then refuse the README's own command)
     vc_device = reader.str("vc.evaluation.device", None, allow_none=True)
+    group_device = reader.str("evaluation.device", None, allow_none=True)
     return EvaluationSettings(
         metrics=metrics,
-        device=vc_device or reader.str("evaluation.device", None, allow_none=True),
+        device=vc_device or group_device,
         batch_size=reader.int("evaluation.batch_size", minimum=1, maximum=1024),
         cpu_threads=reader.int("evaluation.cpu_threads", None, minimum=1, allow_none=True),
         cache_dir=reader.path("evaluation.cache_dir", None),

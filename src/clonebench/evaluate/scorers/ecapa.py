@@ -1,11 +1,13 @@
 """SIM and SVA: SpeechBrain ECAPA-TDNN (spkrec-ecapa-voxceleb), target recording vs generated audio.
 
-As the historical numbers: SIM = the cosine score that ``verify_batch`` computes (embeddings without the
-global normalisation, cosine with eps 1e-6), SVA = its accept decision (score > threshold, SpeechBrain's
-default 0.25). Embeddings are computed in length-sorted chunks (``embed``).
-Audio is read with soundfile, downmixed by the channel mean and resampled to 16 kHz with torchaudio
-(the same resampler SpeechBrain's own loader uses); ``verify_files`` itself is not used because it
-loads audio through torchaudio.load.
+Exactly ``SpeakerRecognition.verify_files(target, generated)``: each clip is read by SpeechBrain's own loader
+steps (``speechbrain.dataio.audio_io.load``: soundfile, float32, frames x channels; then the model's
+``audio_normalizer``: torchaudio sinc resampling to 16 kHz, then the channel mean), embedded ALONE (one forward
+pass per clip, no padding, ``wav_lens`` = 1, no embedding normalisation), and the two embeddings are compared
+with the model's ``similarity`` (cosine, eps 1e-6). SVA = ``score > threshold`` (SpeechBrain's default 0.25).
+A clip's embedding therefore never depends on a batch, its neighbours, its order or a cache.
+``Pretrained.load_audio`` itself is not called only because it first routes the path through
+``speechbrain.utils.fetching.fetch`` (URL / ``::`` handling), which adds nothing for a local file.
 """
 
 from __future__ import annotations
@@ -14,24 +16,10 @@ import tempfile
 from pathlib import Path
 
 from clonebench.evaluate.assets import ResolvedAsset, release, resolve
-from clonebench.evaluate.audio import load_mono
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 from clonebench.evaluate.locks import ECAPA
 
-
-MAX_CHUNK_SECONDS_CPU = 8     # padded audio per ECAPA forward pass on a CPU
-MAX_CHUNK_SECONDS_GPU = 600
-
-
-def pad(signals: list, device: str):
-    import torch
-
-    longest = max(len(s) for s in signals)
-    batch = torch.zeros(len(signals), longest)
-    for i, signal in enumerate(signals):
-        batch[i, : len(signal)] = torch.from_numpy(signal)
-    lengths = torch.tensor([len(s) / longest for s in signals])
-    return batch.to(device), lengths.to(device)
+PROTOCOL = "verify_files (one clip per forward pass, no padding)"
 
 
 class EcapaScorer(Scorer):
@@ -41,6 +29,10 @@ class EcapaScorer(Scorer):
     needs_text = False
     uses_gpu = True
     sample_rate = 16_000
+    # ECAPA's reflect-padded dilated convolutions need more frames than their padding: below 640 samples at
+    # 16 kHz (5 Fbank frames) SpeechBrain raises "Padding size should be less than the corresponding input
+    # dimension" (measured). Checked on both the target recording and the generated clip.
+    min_duration_s = 0.04
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -48,11 +40,12 @@ class EcapaScorer(Scorer):
         self._asset: ResolvedAsset | None = None
 
     def version(self) -> str:
-        return (f"speechbrain-ecapa {ECAPA.asset_id}@{ECAPA.revision} verify_batch cosine (no embedding norm), "
-                f"sva threshold {self.options['threshold']}, 16 kHz torchaudio resample, channel-mean downmix, v1")
+        return (f"speechbrain-ecapa {ECAPA.asset_id}@{ECAPA.revision} {PROTOCOL}: speechbrain audio_io.load + "
+                f"audio_normalizer (torchaudio Resample to 16 kHz, then channel mean), encode_batch without "
+                f"embedding norm, cosine eps 1e-6, sva score > {self.options['threshold']}; v2")
 
     def protocol(self) -> dict:
-        return {"model": ECAPA.asset_id, "revision": ECAPA.revision, "score": "verify_batch cosine",
+        return {"model": ECAPA.asset_id, "revision": ECAPA.revision, "score": PROTOCOL,
                 "threshold": self.options["threshold"]}
 
     def packages(self) -> tuple[str, ...]:
@@ -73,47 +66,40 @@ class EcapaScorer(Scorer):
                                                       run_opts={"device": self.device})
         self._model.eval()
 
-    def embed(self, signals: list) -> list:
-        """ECAPA embeddings (no global normalisation, as verify_batch), in length-sorted chunks.
+    def load_clip(self, path: Path):
+        """The 16 kHz mono tensor ``Pretrained.load_audio(path)`` returns (on the model's device)."""
+        from speechbrain.dataio import audio_io
 
-        Signals of similar length go together and a chunk holds at most ``MAX_CHUNK_SECONDS`` of padded
-        audio: on a CPU, larger forward passes run slower per second of audio (measured), and sorting keeps
-        padding, which shifts scores slightly, small.
-        """
+        signal, rate = audio_io.load(str(path), channels_first=False)
+        return self._model.audio_normalizer(signal.to(self._model.device), rate)
+
+    def embed(self, path: Path):
+        """One clip's embedding, computed alone (as ``verify_files``: batch of one, relative length 1)."""
         import torch
 
-        budget = (MAX_CHUNK_SECONDS_GPU if self.device.startswith("cuda") else MAX_CHUNK_SECONDS_CPU) * self.sample_rate
-        order = sorted(range(len(signals)), key=lambda k: len(signals[k]))
-        embeddings: list = [None] * len(signals)
-        chunk: list[int] = []
-
-        def flush() -> None:
-            wavs, lens = pad([signals[k] for k in chunk], self.device)
-            with torch.inference_mode():
-                out = self._model.encode_batch(wavs, lens, normalize=False)
-            for k, emb in zip(chunk, out):
-                embeddings[k] = emb
-            chunk.clear()
-
-        for k in order:
-            if chunk and (len(chunk) + 1) * len(signals[k]) > budget:
-                flush()
-            chunk.append(k)
-        if chunk:
-            flush()
-        return embeddings
+        with torch.inference_mode():
+            return self._model.encode_batch(self.load_clip(path).unsqueeze(0), None, normalize=False)
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         import torch
 
-        signals = [load_mono(Path(i.target_path), self.sample_rate) for i in items]
-        signals += [load_mono(i.generated_path, self.sample_rate) for i in items]
-        embeddings = self.embed(signals)
-        targets, generated = torch.stack(embeddings[: len(items)]), torch.stack(embeddings[len(items):])
-        with torch.inference_mode():
-            scores = self._model.similarity(targets, generated).reshape(-1).float().cpu().tolist()
+        embeddings: dict[str, object] = {}  # by file sha256: the same clip is embedded once per call
+
+        def embedding(path: Path, sha256: str):
+            key = sha256 or str(path)
+            if key not in embeddings:
+                embeddings[key] = self.embed(path)
+            return embeddings[key]
+
         threshold = self.options["threshold"]
-        return [ScoreRecord(i.sample_id, {"sim": float(s), "sva": float(s > threshold)}) for i, s in zip(items, scores)]
+        records = []
+        for item in items:
+            target = embedding(Path(item.target_path), item.target_sha256)
+            generated = embedding(item.generated_path, item.generated_sha256)
+            with torch.inference_mode():
+                score = float(self._model.similarity(target, generated).reshape(-1)[0].cpu())
+            records.append(ScoreRecord(item.sample_id, {"sim": score, "sva": float(score > threshold)}))
+        return records
 
     def release(self) -> None:
         super().release()

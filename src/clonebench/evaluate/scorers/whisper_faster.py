@@ -1,7 +1,8 @@
 """WER with faster-whisper (CTranslate2): any converted Whisper folder (base / tiny.en carried by wheels,
 large-v3 for users).
 
-Clips up to 30 s are decoded together: each clip's single 30 s window is encoded (batched on a GPU,
+Each clip is read exactly as ``WhisperModel.transcribe(path)`` reads it: ``faster_whisper.audio.decode_audio``
+(PyAV: s16 mono at the feature extractor's 16 kHz). Clips up to 30 s are decoded together: each clip's single 30 s window is encoded (batched on a GPU,
 one by one on a CPU), then all are greedily decoded in one ``generate`` call with the options, prompt
 and silence rule that ``WhisperModel.transcribe`` uses for a one-window clip. Longer clips go through
 ``transcribe``.
@@ -12,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.evaluate.assets import ResolvedAsset, release, resolve
-from clonebench.evaluate.audio import load_mono
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import FASTER_WHISPER
 from clonebench.evaluate.scorers.whisper_common import WhisperScorer, skip_as_silence, whisper_language
@@ -29,7 +29,7 @@ class FasterWhisperScorer(WhisperScorer):
         self._local_hashes: dict[str, str] = {}
 
     def packages(self) -> tuple[str, ...]:
-        return ("faster-whisper", "ctranslate2", "jiwer", "numpy", "soundfile", "torch", "torchaudio")
+        return ("faster-whisper", "ctranslate2", "av", "jiwer", "numpy")
 
     def compute_type(self) -> str:
         chosen = self.options.get("compute_type") or "auto"
@@ -46,7 +46,8 @@ class FasterWhisperScorer(WhisperScorer):
     def model_description(self) -> str:
         name = self.options["model"]
         digest = self.weights_sha256()
-        return f"faster-whisper {name} model.bin sha256:{digest} compute_type={self.compute_type()}"
+        return (f"faster-whisper {name} model.bin sha256:{digest} compute_type={self.compute_type()}, audio from "
+                "faster_whisper.audio.decode_audio")
 
     def assets(self) -> list[dict]:
         asset = FASTER_WHISPER.get(self.options["model"])
@@ -76,7 +77,7 @@ class FasterWhisperScorer(WhisperScorer):
 
     def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
         import numpy as np
-        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.audio import decode_audio, pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
@@ -85,7 +86,7 @@ class FasterWhisperScorer(WhisperScorer):
         texts: list[str | None] = [None] * len(items)
         windows: dict[str, list[tuple[int, np.ndarray]]] = {}
         for index, item in enumerate(items):
-            audio = load_mono(item.generated_path, self.sample_rate)
+            audio = decode_audio(str(item.generated_path), sampling_rate=extractor.sampling_rate)
             language = whisper_language(item.language) if model.model.is_multilingual else "en"
             features = extractor(audio)
             content_frames = features.shape[-1] - 1

@@ -1,8 +1,9 @@
 """WER with openai-whisper (the reproduction protocol: ``medium``, sha256-locked).
 
-Clips up to 30 s are decoded as one batch (``whisper.decode`` on stacked log-mel windows, exactly the
-window, options and silence rule ``transcribe()`` uses for a single-window clip); longer clips go
-through ``model.transcribe`` one at a time. fp16 only on CUDA.
+Each clip is read exactly as ``model.transcribe(path)`` reads it: ``whisper.audio.load_audio`` (the ffmpeg
+CLI: 16 kHz, mono downmix, s16le). Clips up to 30 s are decoded as one batch (``whisper.decode`` on stacked
+log-mel windows, exactly the window, options and silence rule ``transcribe()`` uses for a single-window clip);
+longer clips go through ``model.transcribe`` one at a time. fp16 only on CUDA.
 """
 
 from __future__ import annotations
@@ -11,10 +12,21 @@ from pathlib import Path
 
 from clonebench.errors import ConfigError
 from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.audio import load_mono
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import OPENAI_WHISPER_SHA256
 from clonebench.evaluate.scorers.whisper_common import WhisperScorer, skip_as_silence, whisper_language
+
+
+def ffmpeg_version() -> str:
+    """The ffmpeg that ``whisper.audio.load_audio`` runs (its resampler decides the samples): first line of -version."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ffmpeg") is None:
+        raise ConfigError("openai-whisper reads audio with the ffmpeg command, which is not on PATH: install it "
+                          "(bash scripts/setup.sh, or apt-get install ffmpeg)")
+    out = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, check=True).stdout
+    return " ".join(out.splitlines()[0].split()[:3])
 
 
 class OpenAIWhisperScorer(WhisperScorer):
@@ -26,7 +38,7 @@ class OpenAIWhisperScorer(WhisperScorer):
         self._sha256 = None
 
     def packages(self) -> tuple[str, ...]:
-        return ("openai-whisper", "torch", "torchaudio", "jiwer", "numpy", "soundfile", "tiktoken")
+        return ("openai-whisper", "torch", "jiwer", "numpy", "tiktoken")
 
     backend = "openai_whisper"
 
@@ -34,7 +46,8 @@ class OpenAIWhisperScorer(WhisperScorer):
         return self.expected_sha256()
 
     def model_description(self) -> str:
-        return f"openai-whisper {self.options['model']} sha256:{self.expected_sha256()}"
+        return (f"openai-whisper {self.options['model']} sha256:{self.expected_sha256()}, audio from "
+                f"whisper.audio.load_audio ({ffmpeg_version()})")
 
     def expected_sha256(self) -> str:
         expected = self.options.get("sha256") or OPENAI_WHISPER_SHA256.get(self.options["model"])
@@ -77,7 +90,7 @@ class OpenAIWhisperScorer(WhisperScorer):
     def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
         import torch
         import whisper
-        from whisper.audio import N_FRAMES, N_SAMPLES
+        from whisper.audio import N_FRAMES, N_SAMPLES, load_audio
         from whisper.tokenizer import get_tokenizer
 
         fp16 = self.device.startswith("cuda")
@@ -85,7 +98,7 @@ class OpenAIWhisperScorer(WhisperScorer):
         texts: list[str | None] = [None] * len(items)
         windows, positions, languages = [], [], []
         for index, item in enumerate(items):
-            audio = load_mono(item.generated_path, self.sample_rate)
+            audio = load_audio(str(item.generated_path))  # what transcribe(path) reads
             if len(audio) > N_SAMPLES:
                 result = self._model.transcribe(audio, language=whisper_language(item.language), task="transcribe",
                                                 temperature=0.0, condition_on_previous_text=False,
