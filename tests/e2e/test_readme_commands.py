@@ -69,7 +69,9 @@ def text_block_commands() -> list[str]:
 # Commands that cannot run offline here, each with its reason. Keep this list small and explicit: a README
 # command that is neither here nor in RUNNABLE fails test_every_readme_command_is_run_or_listed.
 SKIPPED = {
-    "python scripts/serve_fish_s2.py": "needs a fish-speech checkout, the S2 checkpoint and a GPU",
+    "/srv/fish-speech/.venv/bin/python scripts/serve_fish_s2.py": "needs a fish-speech checkout and its Python "
+        "environment, the S2 checkpoint and a GPU; the launcher runs on a fake checkout in "
+        "tests/integration/test_serve_fish_s2.py",
     "python run_vc.py --config-name ots_vc/clean/libritts/s2cpp_ots <pairs>": "placeholder <pairs>; the s2cpp "
         "protocol runs against the stand-in in tests/integration/test_standin_protocol.py",
     "python run_vc.py --config-name ots_vc/clean/libritts/openai_speech_ots <pairs>": "placeholder <pairs>; covered "
@@ -86,7 +88,9 @@ SKIPPED = {
 GENERATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots run_name=fish_s2_http_libritts16"
 EVALUATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots ...same dataset overrides..."
 STATUS = "clonebench status results/fish_s2_http_libritts16/<stamp>-<id>"
-RUNNABLE = (GENERATE, EVALUATE, STATUS)
+REPORT_HTML = "clonebench report RUN [RUN_B] [TIMING_RUN ...] --format html"
+SCREENSHOT = "python scripts/report_screenshot.py report/index.html"
+RUNNABLE = (GENERATE, EVALUATE, STATUS, REPORT_HTML, SCREENSHOT)
 
 
 def kind(command: str) -> str:
@@ -165,3 +169,18 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
     done = subprocess.run([sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())", *status[1:]], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "generated" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+    # the HTML report of the scored run (RUN), with every optional flag the README shows, then its screenshot
+    report_dir = tmp_path / "report"
+    report = (commands[REPORT_HTML].replace("RUN [RUN_B] [TIMING_RUN ...]", str(scored[0]))
+              .replace("--output report/", f"--output {report_dir}/").replace("[", "").replace("]", "")).split()
+    done = subprocess.run([sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())",
+                           *report[1:]], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (report_dir / "index.html").is_file() and list((report_dir / "audio").glob("*.wav"))
+    png = tmp_path / "report.png"
+    shot = (commands[SCREENSHOT].replace("report/index.html", str(report_dir / "index.html"))
+            .replace("docs/report.png", str(png))).split()
+    done = subprocess.run([sys.executable, *shot[1:]], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
