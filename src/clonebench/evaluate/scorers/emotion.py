@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from clonebench.evaluate.assets import Asset, AssetError, ResolvedAsset, release, resolve
-from clonebench.evaluate.audio import load_mono
+from clonebench.evaluate.audio import resample_mono_torchaudio
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 
 EMOTION = Asset(
@@ -62,7 +62,7 @@ class EmotionScorer(Scorer):
     def version(self) -> str:
         return (f"speechbrain emotion {EMOTION.asset_id}@{EMOTION.revision} CustomEncoderWav2vec2Classifier "
                 f"classify_batch, labels {'/'.join(LABELS)}, match = label(target) == label(generated), "
-                f"channel-mean mono, {RATE} Hz torchaudio resample, one clip per call; v1 (unverified)")
+                f"torchaudio resample to {RATE} Hz per channel, then channel mean (upstream RVCBench loading), one clip per call; v2 (unverified)")
 
     def protocol(self) -> dict:
         return {"model": EMOTION.asset_id, "revision": EMOTION.revision, "score": "label(target) == label(generated)"}
@@ -112,7 +112,7 @@ class EmotionScorer(Scorer):
     def _label(self, path: Path) -> str:
         import torch
 
-        wave = torch.from_numpy(load_mono(path, RATE)).unsqueeze(0).to(self.device)
+        wave = resample_mono_torchaudio(path, RATE).unsqueeze(0).to(self.device)
         if wave.numel() == 0:
             raise ValueError(f"{path}: empty audio")
         with torch.inference_mode():

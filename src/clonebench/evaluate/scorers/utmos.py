@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.audio import load_mono
+from clonebench.evaluate.audio import resample_mono_torchaudio
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 
 REPO = "tarepan/SpeechMOS"
@@ -62,7 +62,7 @@ class UTMOSScorer(Scorer):
 
     def version(self) -> str:
         return (f"UTMOS22 strong via {REPO}@{REVISION} {ENTRY}, weights {WEIGHTS} sha256:{self.lock()[:16]}, "
-                f"channel-mean mono, {RATE} Hz torchaudio resample, one clip per call; v1 (unverified)")
+                f"torchaudio resample to {RATE} Hz per channel, then channel mean (upstream RVCBench loading), one clip per call; v2 (unverified)")
 
     def protocol(self) -> dict:
         return {"model": f"{REPO}:{ENTRY}", "revision": REVISION, "weights_sha256": self.lock(), "sample_rate": RATE}
@@ -117,7 +117,7 @@ class UTMOSScorer(Scorer):
 
         records = []
         for item in items:  # one clip per call: padding a batch would change the frame average
-            wave = torch.from_numpy(load_mono(item.generated_path, RATE)).unsqueeze(0).to(self.device)
+            wave = resample_mono_torchaudio(item.generated_path, RATE).unsqueeze(0).to(self.device)
             with torch.inference_mode():
                 score = self._model(wave, RATE)
             records.append(ScoreRecord(item.sample_id, {"mos": float(score.reshape(-1)[0].item())}))
