@@ -1,7 +1,8 @@
 """DNSMOS P.835 (SIG/BAK/OVRL, plus P.808) with the ONNX models the ``speechmos`` wheel carries.
 
-The models are sha256-verified and loaded from the verified copy (``speechmos``'s ``DNSMOS`` class with
-explicit paths), at 16 kHz, non-personalised, as ``speechmos.dnsmos.run`` computes them.
+The models are sha256-verified and loaded from the verified copy, at 16 kHz, non-personalised, as
+``speechmos.dnsmos.run`` computes them (``dnsmos_batched``: speechmos's computation with a clip's windows
+in one ONNX call, tested equal to speechmos within 1e-6).
 """
 
 from __future__ import annotations
@@ -41,16 +42,16 @@ class DNSMOSScorer(Scorer):
         return {"model": "DNSMOS P.835", "sig_bak_ovr_sha256": DNSMOS.lock["sig_bak_ovr.onnx"], "personalized": False}
 
     def load(self) -> None:
-        from speechmos.dnsmos import DNSMOS as Model
+        from clonebench.evaluate.scorers.dnsmos_batched import BatchedDNSMOS
 
         self._asset = resolve(DNSMOS, self.options.get("local_dir"), False, self.hash_cache)
-        self._model = Model(str(self._asset.path("sig_bak_ovr.onnx")), str(self._asset.path("model_v8.onnx")))
+        self._model = BatchedDNSMOS(self._asset.path("sig_bak_ovr.onnx"), self._asset.path("model_v8.onnx"))
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         records = []
         for item in items:
             audio = np.clip(load_mono(item.generated_path, self.sample_rate), -1.0, 1.0)
-            out = self._model(audio, self.sample_rate, False)
+            out = self._model(audio)  # speechmos's DNSMOS.__call__(audio, 16000, False), windows batched
             records.append(ScoreRecord(item.sample_id, {
                 "dnsmos": float(out["ovrl_mos"]), "dnsmos_sig": float(out["sig_mos"]),
                 "dnsmos_bak": float(out["bak_mos"]), "dnsmos_p808": float(out["p808_mos"])}))
