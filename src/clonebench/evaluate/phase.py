@@ -18,6 +18,7 @@ from clonebench.evaluate.device import execution, resolve_device
 from clonebench.evaluate.inputs import Requested, duration, load_requested
 from clonebench.evaluate.outputs import write_csv, write_json
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
+from clonebench.evaluate.threads import warn_if_slow
 from clonebench.hashing import HashCache
 from clonebench.provenance import package_versions
 from clonebench.settings import RunSettings
@@ -106,6 +107,7 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
     requested, source = load_requested(source_run, samples)
     if evaluation.cpu_threads:
         torch.set_num_threads(evaluation.cpu_threads)
+    warn_if_slow(torch.get_num_threads())  # issue 12: thread settings that slow scoring
     device, warning = resolve_device(evaluation.device)
     items = [r.item for r in requested if r.item is not None]
     cache = MetricCache(run_dir, evaluation.cache_dir)
