@@ -53,6 +53,8 @@ class Scorer(ABC):
     uses_gpu: ClassVar[bool]
     sample_rate: ClassVar[int]
     seed_policy: ClassVar[str] = "deterministic (no sampling)"
+    # computes on one CPU thread: scored beside the multi-threaded scorers (evaluate/overlap.py)
+    runs_beside_others: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):
         self.options = options

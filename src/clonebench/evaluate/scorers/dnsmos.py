@@ -22,6 +22,7 @@ class DNSMOSScorer(Scorer):
     needs_text = False
     uses_gpu = False
     sample_rate = 16_000
+    runs_beside_others = True  # ONNX sessions with one intra-op thread (dnsmos_batched)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -45,7 +46,8 @@ class DNSMOSScorer(Scorer):
         from clonebench.evaluate.scorers.dnsmos_batched import BatchedDNSMOS
 
         self._asset = resolve(DNSMOS, self.options.get("local_dir"), False, self.hash_cache)
-        self._model = BatchedDNSMOS(self._asset.path("sig_bak_ovr.onnx"), self._asset.path("model_v8.onnx"))
+        self._model = BatchedDNSMOS(self._asset.path("sig_bak_ovr.onnx"), self._asset.path("model_v8.onnx"),
+                                    threads=1)
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         records = []

@@ -23,6 +23,7 @@ class MCDScorer(Scorer):
     needs_text = False
     uses_gpu = False
     sample_rate = 22_050
+    runs_beside_others = True  # WORLD, SPTK and the DTW run on one thread
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

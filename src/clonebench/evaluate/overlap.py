@@ -1,0 +1,51 @@
+"""Use both cores: scorer groups whose scorer computes on one CPU thread (MCD; DNSMOS, whose ONNX sessions
+run one intra-op thread) are scored on a background thread while the other groups (ECAPA, Whisper, which
+use every core through torch / CTranslate2) run in the foreground.
+
+Each group's numbers do not depend on the schedule: a scorer is a pure function of its items, its thread
+count is fixed (not chosen by what else runs), and the background thread has its own hash-cache
+connection (SQLite connections stay in their thread). Results are returned in the requested group order,
+and an error in either thread is raised after both have stopped.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from clonebench.hashing import HashCache
+
+
+def split(groups: list[str], runs_beside_others: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """(foreground, background) groups; nothing goes to the background when there is no foreground."""
+    background = [g for g in groups if runs_beside_others(g)]
+    foreground = [g for g in groups if g not in background]
+    if not foreground:
+        return groups, []
+    return foreground, background
+
+
+def run_groups(groups: list[str], runs_beside_others: Callable[[str], bool],
+               run_one: Callable[[str, HashCache], Any], hash_cache: HashCache,
+               hash_cache_path: Path | None) -> list[tuple[str, Any]]:
+    """``run_one(group, hash_cache)`` for every group, overlapping the background groups with the others."""
+    foreground, background = split(groups, runs_beside_others)
+
+    def in_background() -> dict[str, Any]:
+        own = HashCache(hash_cache_path)
+        try:
+            return {g: run_one(g, own) for g in background}
+        finally:
+            own.close()
+
+    done: dict[str, Any] = {}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="clonebench-score") as pool:
+        pending = pool.submit(in_background) if background else None
+        try:
+            for group in foreground:
+                done[group] = run_one(group, hash_cache)
+        finally:
+            if pending is not None:
+                done.update(pending.result())  # waits; re-raises the background's error
+    return [(g, done[g]) for g in groups]

@@ -1,0 +1,61 @@
+"""Single-threaded scorer groups run on a background thread beside the others; order and errors are kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from clonebench.evaluate.overlap import run_groups, split
+from clonebench.hashing import HashCache
+
+BESIDE = {"mcd", "dnsmos"}.__contains__
+
+
+def test_split_keeps_everything_in_front_without_a_foreground():
+    assert split(["ecapa", "whisper", "mcd", "dnsmos"], BESIDE) == (["ecapa", "whisper"], ["mcd", "dnsmos"])
+    assert split(["mcd", "dnsmos"], BESIDE) == (["mcd", "dnsmos"], [])
+
+
+def test_background_groups_overlap_and_results_come_in_group_order(tmp_path):
+    seen = {}
+    running = set()
+    overlapped = threading.Event()
+    lock = threading.Lock()
+
+    def run_one(group, cache):
+        with lock:
+            running.add(group)
+            if {"whisper", "dnsmos"} <= running or {"ecapa", "mcd"} <= running:
+                overlapped.set()
+        seen[group] = (threading.current_thread().name, cache)
+        time.sleep(0.2)
+        with lock:
+            running.discard(group)
+        return f"result {group}"
+
+    main_cache = HashCache(tmp_path / "h.sqlite")
+    out = run_groups(["mcd", "ecapa", "whisper", "dnsmos"], BESIDE, run_one, main_cache, tmp_path / "h.sqlite")
+    assert out == [(g, f"result {g}") for g in ("mcd", "ecapa", "whisper", "dnsmos")]
+    assert overlapped.is_set()
+    assert seen["ecapa"][0] == seen["whisper"][0] == threading.current_thread().name
+    assert seen["mcd"][0].startswith("clonebench-score") and seen["dnsmos"][0].startswith("clonebench-score")
+    # the background thread has its own SQLite connection (connections stay in their thread)
+    assert seen["mcd"][1] is not main_cache and seen["ecapa"][1] is main_cache
+    main_cache.close()
+
+
+def test_a_background_error_is_raised_after_the_foreground_finishes():
+    finished = []
+
+    def run_one(group, cache):
+        if group == "mcd":
+            raise RuntimeError("mcd broke")
+        time.sleep(0.1)
+        finished.append(group)
+        return group
+
+    with pytest.raises(RuntimeError, match="mcd broke"):
+        run_groups(["ecapa", "mcd", "whisper"], BESIDE, run_one, HashCache(None), None)
+    assert finished == ["ecapa", "whisper"]
