@@ -10,7 +10,9 @@ Both run as whole processes (subprocesses), alternating, ``--runs`` times each a
 of each (OS file cache, numba's kernel cache, the shared asset/hash cache: the steady state of a user's
 machine); clonebench runs without the shared metric cache, into a fresh run directory every time.
 
-Start-up = process wall time minus the time spent in per-item scoring calls (the same definition for both).
+Start-up = launch to the first scoring call plus the last scoring call's end to exit (the same definition for
+both; clonebench loads later scorers between groups, which counts as scoring time). Per-scorer seconds per WAV
+are the time inside that scorer's calls (clonebench's MCD and DNSMOS run on a second thread, so these overlap).
 
     python bench/evaluate_vs_loop.py [--pairs 16] [--runs 3] [--work DIR]
 """
@@ -42,16 +44,18 @@ import atexit, json, resource, runpy, sys, time
 from collections import defaultdict
 import clonebench.evaluate.phase as phase
 spent = defaultdict(float)
+span = []
 original = phase._score
 def timed(scorer, items):
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     try:
         return original(scorer, items)
     finally:
         spent[scorer.name] += time.perf_counter() - started
+        span.extend([wall, time.time()])
 phase._score = timed
-atexit.register(lambda: print('BENCH ' + json.dumps({'scoring_s': dict(spent),
-    'max_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}), file=sys.stderr))
+atexit.register(lambda: print('BENCH ' + json.dumps({'scoring_s': dict(spent), 'first_score': min(span),
+    'last_score': max(span), 'max_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}), file=sys.stderr))
 sys.argv = ARGV
 runpy.run_path('run_vc.py', run_name='__main__')
 """
@@ -79,6 +83,7 @@ def loop_worker(pairs_file: Path, models: Path, out_file: Path) -> None:
     mcd = Calculate_MCD(MCD_mode="dtw")
     spent = {"ecapa": 0.0, "whisper": 0.0, "mcd": 0.0, "dnsmos": 0.0}
     rows = []
+    first = time.time()
     for pair in pairs:
         row = {"generated_audio": pair["generated_audio"]}
         t = time.perf_counter()
@@ -96,8 +101,10 @@ def loop_worker(pairs_file: Path, models: Path, out_file: Path) -> None:
                    dnsmos_p808=float(out["p808_mos"]))
         spent["dnsmos"] += time.perf_counter() - t
         rows.append(row)
+    last = time.time()
     out_file.write_text(json.dumps(rows))
-    print("BENCH " + json.dumps({"scoring_s": spent, "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}),
+    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print("BENCH " + json.dumps({"scoring_s": spent, "first_score": first, "last_score": last, "max_rss_kib": usage}),
           file=sys.stderr)
 
 
@@ -109,13 +116,18 @@ def _bench_line(stderr: str) -> dict:
     return json.loads(lines[-1][6:])
 
 
-def _timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
-    started = time.perf_counter()
+def _timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess, float, float]:
+    launched, started = time.time(), time.perf_counter()
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=ENV)
-    wall = time.perf_counter() - started
+    wall, ended = time.perf_counter() - started, time.time()
     if result.returncode != 0:
         raise SystemExit(f"{command[:4]} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
-    return wall, result
+    return wall, result, launched, ended
+
+
+def _with_startup(wall: float, line: dict, launched: float, ended: float) -> dict:
+    """Start-up: launch to the first scoring call, plus the last scoring call's end to exit."""
+    return {"wall_s": wall, **line, "startup_s": (line["first_score"] - launched) + (ended - line["last_score"])}
 
 
 def run_clonebench(work: Path, manifest: Path, generated: Path, index: int) -> dict:
@@ -123,19 +135,20 @@ def run_clonebench(work: Path, manifest: Path, generated: Path, index: int) -> d
             f"paths.hash_cache={work / 'cache' / 'file_sha256.sqlite'}",
             f"dataset.manifest_filename={manifest}", f"dataset.root_path={manifest.parent}",
             "+vc.evaluate_only=true", f"+vc.evaluation.generated_audio_dir={generated}", "evaluation.cache_dir=null"]
-    wall, result = _timed([sys.executable, "-c", PROBE.replace("ARGV", repr(argv))], REPO)
+    wall, result, launched, ended = _timed([sys.executable, "-c", PROBE.replace("ARGV", repr(argv))], REPO)
     runs = [line.split(": ", 1)[1] for line in result.stdout.splitlines() if line.startswith("run ")]
     csv_files = sorted((work / f"eval{index}").rglob("generation_sample_metrics.csv"), key=os.path.getmtime)
     with open(csv_files[-1], newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return {"wall_s": wall, **_bench_line(result.stderr), "rows": rows, "run": runs[-1] if runs else None}
+    return {**_with_startup(wall, _bench_line(result.stderr), launched, ended), "rows": rows,
+            "run": runs[-1] if runs else None}
 
 
 def run_loop(work: Path, pairs_file: Path, models: Path, index: int) -> dict:
     out = work / f"loop{index}.json"
-    wall, result = _timed([sys.executable, str(Path(__file__).resolve()), "--loop-worker", str(pairs_file),
-                           str(models), str(out)], REPO)
-    return {"wall_s": wall, **_bench_line(result.stderr), "rows": json.loads(out.read_text())}
+    wall, result, launched, ended = _timed([sys.executable, str(Path(__file__).resolve()), "--loop-worker",
+                                            str(pairs_file), str(models), str(out)], REPO)
+    return {**_with_startup(wall, _bench_line(result.stderr), launched, ended), "rows": json.loads(out.read_text())}
 
 
 def prepare_models(work: Path) -> Path:
@@ -193,7 +206,7 @@ def summary(runs: list[dict], count: int) -> dict:
     walls = [r["wall_s"] for r in runs]
     per_scorer = {k: round(statistics.median(r["scoring_s"].get(k, 0.0) for r in runs) / count, 4)
                   for k in sorted({k for r in runs for k in r["scoring_s"]})}
-    startup = [r["wall_s"] - sum(r["scoring_s"].values()) for r in runs]
+    startup = [r["startup_s"] for r in runs]
     return {"wall_s": [round(w, 2) for w in walls], "per_scorer_s_per_wav": per_scorer,
             "startup_s_median": round(statistics.median(startup), 2),
             "peak_rss_mib_max": round(max(r["max_rss_kib"] for r in runs) / 1024, 1)}

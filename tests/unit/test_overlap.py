@@ -59,3 +59,22 @@ def test_a_background_error_is_raised_after_the_foreground_finishes():
     with pytest.raises(RuntimeError, match="mcd broke"):
         run_groups(["ecapa", "mcd", "whisper"], BESIDE, run_one, HashCache(None), None)
     assert finished == ["ecapa", "whisper"]
+
+
+def test_background_items_use_one_worker_while_the_foreground_runs(monkeypatch):
+    from clonebench.evaluate import overlap
+
+    monkeypatch.setattr(overlap.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert overlap.spare_cores() == 3
+    seen = []
+
+    def run_one(group, cache):
+        if group == "dnsmos":
+            seen.append(overlap.spare_cores())
+            time.sleep(0.3)  # still running when the foreground ends
+            seen.append(overlap.spare_cores())
+        return group
+
+    run_groups(["ecapa", "dnsmos"], BESIDE, run_one, HashCache(None), None)
+    assert seen == [1, 3]
+    assert overlap.map_items(lambda x: x * x, list(range(20))) == [x * x for x in range(20)]

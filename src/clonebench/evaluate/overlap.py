@@ -6,15 +6,41 @@ Each group's numbers do not depend on the schedule: a scorer is a pure function 
 count is fixed (not chosen by what else runs), and the background thread has its own hash-cache
 connection (SQLite connections stay in their thread). Results are returned in the requested group order,
 and an error in either thread is raised after both have stopped.
+
+Once the foreground groups are done, a background scorer may spread its independent items (or a clip's
+independent windows) over every core (``map_items``): one worker while the foreground runs, all cores after.
+Items are computed independently, so the worker count changes the time, not the numbers.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 from clonebench.hashing import HashCache
+
+_foreground_running = threading.Event()
+
+
+def spare_cores() -> int:
+    """Workers a background scorer may use now: one while foreground groups run, every core after."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return 1 if _foreground_running.is_set() else max(1, cores)
+
+
+def map_items(fn: Callable[[Any], Any], items: list) -> list:
+    """``[fn(i) for i in items]``, on ``spare_cores()`` threads (order kept; ``fn`` must release the GIL to gain)."""
+    workers = min(spare_cores(), len(items))
+    if workers <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clonebench-item") as pool:
+        return list(pool.map(fn, items))
 
 
 def split(groups: list[str], runs_beside_others: Callable[[str], bool]) -> tuple[list[str], list[str]]:
@@ -41,11 +67,14 @@ def run_groups(groups: list[str], runs_beside_others: Callable[[str], bool],
 
     done: dict[str, Any] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="clonebench-score") as pool:
+        if background:
+            _foreground_running.set()
         pending = pool.submit(in_background) if background else None
         try:
             for group in foreground:
                 done[group] = run_one(group, hash_cache)
         finally:
+            _foreground_running.clear()
             if pending is not None:
                 done.update(pending.result())  # waits; re-raises the background's error
     return [(g, done[g]) for g in groups]
