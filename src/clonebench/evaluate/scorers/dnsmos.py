@@ -7,6 +7,8 @@ in one ONNX call, tested equal to speechmos within 1e-6).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from clonebench.evaluate.assets import ResolvedAsset, release, resolve
@@ -41,6 +43,12 @@ class DNSMOSScorer(Scorer):
 
     def protocol(self) -> dict:
         return {"model": "DNSMOS P.835", "sig_bak_ovr_sha256": DNSMOS.lock["sig_bak_ovr.onnx"], "personalized": False}
+
+    @classmethod
+    def source_files(cls):
+        from clonebench.evaluate.scorers import dnsmos_batched
+
+        return [*super().source_files(), Path(dnsmos_batched.__file__)]  # the computation lives there
 
     def load(self) -> None:
         from clonebench.evaluate.scorers.dnsmos_batched import BatchedDNSMOS

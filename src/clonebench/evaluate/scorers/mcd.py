@@ -13,6 +13,8 @@ shared by several generated clips is analysed once), keyed by its sha256.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 
 
@@ -43,6 +45,12 @@ class MCDScorer(Scorer):
 
     def protocol(self) -> dict:
         return {"implementation": "pymcd", "mode": "dtw", "parameters": "library defaults"}
+
+    @classmethod
+    def source_files(cls):
+        from clonebench.evaluate.scorers import mcd_fast
+
+        return [*super().source_files(), Path(mcd_fast.__file__)]  # the computation lives there
 
     def load(self) -> None:
         from clonebench.evaluate.scorers import mcd_fast
