@@ -2,7 +2,7 @@
 
 The models are sha256-verified and loaded from the verified copy, at 16 kHz, non-personalised, as
 ``speechmos.dnsmos.run`` computes them (``dnsmos_batched``: speechmos's computation with a clip's windows
-in one ONNX call, tested equal to speechmos within 1e-6).
+batched, repeated windows computed once, calls spread over spare cores; tested equal to speechmos within 1e-6).
 """
 
 from __future__ import annotations
