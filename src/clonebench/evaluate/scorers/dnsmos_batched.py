@@ -101,9 +101,8 @@ def p808_features(segments: np.ndarray) -> np.ndarray:
 
 
 def score(model, audio: np.ndarray) -> dict[str, float]:
-    """``speechmos.dnsmos.DNSMOS(...)(audio, 16000, False)`` for a mono 16 kHz array in [-1, 1]."""
-    if not ((audio >= -1).all() and (audio <= 1).all()):
-        raise ValueError("DNSMOS input values must be between -1 and 1")
+    """``speechmos.dnsmos.DNSMOS(...)(audio, 16000, False)`` for a mono 16 kHz array. Like ``run(path)`` (which
+    loads the file itself) there is no [-1, 1] range check: a float WAV louder than full scale scores as there."""
     from clonebench.evaluate.overlap import map_items
 
     segments, index = windows(audio)
