@@ -121,7 +121,8 @@ def _timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedPr
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=ENV)
     wall, ended = time.perf_counter() - started, time.time()
     if result.returncode != 0:
-        raise SystemExit(f"{command[:4]} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+        raise SystemExit(f"{command[:4]} failed ({result.returncode}):\n{result.stdout[-2000:]}\n"
+                         f"{result.stderr[-4000:]}")
     return wall, result, launched, ended
 
 
@@ -239,7 +240,8 @@ def main(argv: list[str]) -> int:
         ratios = sorted(l["wall_s"] / o["wall_s"] for l, o in zip(loops, ours))
         report = {"pairs": len(pairs), "runs": args.runs, "cpu_cores": len(os.sched_getaffinity(0)),
                   "loop": summary(loops, len(pairs)), "clonebench": summary(ours, len(pairs)),
-                  "ratio_loop_over_clonebench": {"min": round(ratios[0], 3), "median": round(statistics.median(ratios), 3),
+                  "ratio_loop_over_clonebench": {"min": round(ratios[0], 3),
+                                                 "median": round(statistics.median(ratios), 3),
                                                  "max": round(ratios[-1], 3)},
                   "parity": compare(loops[-1]["rows"], ours[-1]["rows"])}
     print(json.dumps(report, indent=2))

@@ -1,4 +1,4 @@
-"""MCD fast path == pymcd ``Calculate_MCD("dtw").calculate_mcd`` (exact equality) on real speech at several rates/lengths."""
+"""MCD fast path == pymcd ``Calculate_MCD("dtw").calculate_mcd`` (exact ==) on real speech, several rates/lengths."""
 
 from __future__ import annotations
 
