@@ -78,3 +78,40 @@ def test_background_items_use_one_worker_while_the_foreground_runs(monkeypatch):
     run_groups(["ecapa", "dnsmos"], BESIDE, run_one, HashCache(None), None)
     assert seen == [1, 3]
     assert overlap.map_items(lambda x: x * x, list(range(20))) == [x * x for x in range(20)]
+
+
+def test_groups_that_do_not_share_cores_run_alone_first():
+    from clonebench.evaluate.overlap import shares_cores
+
+    log = []
+    lock = threading.Lock()
+
+    def run_one(group, cache):
+        with lock:
+            log.append(("start", group))
+        time.sleep(0.15)
+        with lock:
+            log.append(("end", group))
+        return group
+
+    shares = lambda g: shares_cores(g, "faster_whisper")  # noqa: E731
+    out = run_groups(["whisper", "ecapa", "mcd"], BESIDE, run_one, HashCache(None), None, shares)
+    assert out == [("whisper", "whisper"), ("ecapa", "ecapa"), ("mcd", "mcd")]
+    # ecapa (torch) runs alone before anything else; mcd starts beside whisper (CTranslate2)
+    assert log[:2] == [("start", "ecapa"), ("end", "ecapa")]
+    assert log.index(("start", "mcd")) < log.index(("end", "whisper"))
+    assert not shares_cores("whisper", "openai_whisper") and not shares_cores("ecapa", "faster_whisper")
+
+
+def test_without_a_sharing_group_the_background_runs_after_on_all_cores(monkeypatch):
+    from clonebench.evaluate import overlap
+
+    monkeypatch.setattr(overlap.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    log = []
+
+    def run_one(group, cache):
+        log.append((group, overlap.spare_cores()))
+        return group
+
+    run_groups(["ecapa", "dnsmos"], BESIDE, run_one, HashCache(None), None, lambda g: False)
+    assert log == [("ecapa", 2), ("dnsmos", 2)]

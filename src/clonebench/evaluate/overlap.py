@@ -7,6 +7,11 @@ count is fixed (not chosen by what else runs), and the background thread has its
 connection (SQLite connections stay in their thread). Results are returned in the requested group order,
 and an error in either thread is raised after both have stopped.
 
+Not every foreground scorer shares its cores well: torch's OpenMP threads (ECAPA, openai-whisper) stall
+when a background thread takes a core (measured: ECAPA several times slower), CTranslate2 (faster-whisper)
+does not. So foreground groups that do not share run first, alone; the background starts with the first
+group that shares (``SHARES_CORES``), or after the foreground when none does.
+
 Once the foreground groups are done, a background scorer may spread its independent items (or a clip's
 independent windows) over every core (``map_items``): one worker while the foreground runs, all cores after.
 Items are computed independently, so the worker count changes the time, not the numbers.
@@ -23,6 +28,12 @@ from typing import Any, Callable
 from clonebench.hashing import HashCache
 
 _foreground_running = threading.Event()
+# (group, WER backend) pairs measured to keep their speed beside a background thread
+SHARES_CORES = {("whisper", "faster_whisper")}
+
+
+def shares_cores(group: str, wer_backend: str) -> bool:
+    return (group, wer_backend if group == "whisper" else None) in SHARES_CORES
 
 
 def spare_cores() -> int:
@@ -54,9 +65,11 @@ def split(groups: list[str], runs_beside_others: Callable[[str], bool]) -> tuple
 
 def run_groups(groups: list[str], runs_beside_others: Callable[[str], bool],
                run_one: Callable[[str, HashCache], Any], hash_cache: HashCache,
-               hash_cache_path: Path | None) -> list[tuple[str, Any]]:
-    """``run_one(group, hash_cache)`` for every group, overlapping the background groups with the others."""
+               hash_cache_path: Path | None, shares: Callable[[str], bool] = lambda g: True) -> list[tuple[str, Any]]:
+    """``run_one(group, hash_cache)`` for every group, overlapping the background groups with the foreground
+    groups that share their cores (``shares``); those that do not run first, alone."""
     foreground, background = split(groups, runs_beside_others)
+    foreground = [g for g in foreground if not shares(g)] + [g for g in foreground if shares(g)]
 
     def in_background() -> dict[str, Any]:
         own = HashCache(hash_cache_path)
@@ -66,15 +79,20 @@ def run_groups(groups: list[str], runs_beside_others: Callable[[str], bool],
             own.close()
 
     done: dict[str, Any] = {}
+    pending = None
+    finished = False
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="clonebench-score") as pool:
-        if background:
-            _foreground_running.set()
-        pending = pool.submit(in_background) if background else None
         try:
             for group in foreground:
+                if background and pending is None and shares(group):
+                    _foreground_running.set()
+                    pending = pool.submit(in_background)
                 done[group] = run_one(group, hash_cache)
+            finished = True
         finally:
             _foreground_running.clear()
+            if finished and background and pending is None:  # nothing shared its cores: after it, on all cores
+                pending = pool.submit(in_background)
             if pending is not None:
                 done.update(pending.result())  # waits; re-raises the background's error
     return [(g, done[g]) for g in groups]

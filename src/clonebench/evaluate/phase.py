@@ -17,7 +17,7 @@ from clonebench.evaluate.cache import MetricCache, record_key
 from clonebench.evaluate.device import execution, resolve_device
 from clonebench.evaluate.inputs import Requested, duration, load_requested
 from clonebench.evaluate.outputs import write_csv, write_json
-from clonebench.evaluate.overlap import run_groups
+from clonebench.evaluate.overlap import run_groups, shares_cores
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.threads import warn_if_slow
 from clonebench.hashing import HashCache
@@ -120,7 +120,8 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
         backend = evaluation.scorer_options["whisper"]["backend"]
         for group, (provenance, results) in run_groups(
                 groups_for(evaluation.metrics), lambda g: scorer_class(g, backend).runs_beside_others,
-                lambda g, hc: run_group(g, settings, device, items, cache, hc), hash_cache, settings.hash_cache):
+                lambda g, hc: run_group(g, settings, device, items, cache, hc), hash_cache, settings.hash_cache,
+                lambda g: shares_cores(g, backend)):
             scorers[group] = provenance
             for sample_id, record in results.items():
                 if record.ok:
