@@ -15,7 +15,7 @@ import pytest
 
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.phase import run_group
-from clonebench.generate.phase import shard_of
+from clonebench.data.selection import shard_of
 from clonebench.hashing import HashCache
 
 from tests.conftest import score_item
