@@ -93,6 +93,8 @@ def test_kill_and_resume_chain_never_resends_a_written_pair(tmp_path, demo_datas
             named = re.search(r"resume from the newest run that has a run_manifest\.json \(probably (\S+),", last_error)
             if named:
                 origin = Path(named.group(1))
+            elif "none before it has one: start a new run without vc.resume_from" in last_error:
+                origin = None
             started = time.time()
             log = logs / f"{k:02d}.stderr"
             with open(log, "wb") as stderr:

@@ -43,3 +43,25 @@ def test_a_cycle_ends_the_chain(tmp_path):
     b = _run(tmp_path / "b", a)
     _run(a, b)
     assert resume_chain(a) == [a, b]
+
+
+def test_a_run_killed_before_it_wrote_anything_leads_back_to_the_run_to_resume(tmp_path):
+    """An empty run directory (killed before Hydra wrote its config) in the chain, or given itself, names the
+    newest earlier run with a manifest; with none before it, says to start a new run."""
+    first = _run(tmp_path / "20260101-000000-a")
+    empty = tmp_path / "20260101-000100-b"
+    empty.mkdir()
+    refused = _run(tmp_path / "20260101-000200-c", empty)  # a resume of the empty run, refused after recording it
+    for start in (empty, refused):
+        with pytest.raises(ResumeError, match=rf"probably {first}, the newest run before it"):
+            resume_chain(start)
+    lonely = tmp_path / "other" / "20260101-000000-a"
+    lonely.mkdir(parents=True)
+    with pytest.raises(ResumeError, match="none before it has one: start a new run without vc.resume_from"):
+        resume_chain(_run(tmp_path / "other" / "20260101-000100-b", lonely))
+
+
+def test_a_moved_origin_is_refused_as_gone(tmp_path):
+    newest = _run(tmp_path / "20260101-000100-b", tmp_path / "20260101-000000-gone")
+    with pytest.raises(ResumeError, match="no longer a run directory"):
+        resume_chain(newest)

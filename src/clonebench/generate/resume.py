@@ -76,28 +76,40 @@ def _newest_run_before(run_dir: Path) -> Path | None:
 
 
 def resume_chain(start: Path) -> list[Path]:
-    """``start`` and the runs it came from, newest first (resolved paths)."""
+    """``start`` and the runs it came from, newest first (resolved paths).
+
+    A directory of the chain that exists but holds no journal, manifest or Hydra config, or whose origin is not
+    recorded, was killed while starting: which runs hold its chain's finished samples is unknown, so the resume is
+    refused, naming the newest earlier run with a manifest (the one to resume from). A directory that is gone is
+    refused as such."""
     start = Path(start)
-    if not start.is_dir() or not _is_run_dir(start):
-        raise ResumeError(f"vc.resume_from={start}: no {JOURNAL_NAME} there (give a run directory "
+    if not start.is_dir():
+        raise ResumeError(f"vc.resume_from={start}: no such run directory (give a run directory "
                           "results/<run_name>/<stamp>-<id>)")
     chain: list[Path] = []
     current: Path | None = Path(os.path.realpath(start))
     while current is not None and current not in chain:
-        if not current.is_dir() or not _is_run_dir(current):
+        if not current.is_dir():
             raise ResumeError(f"vc.resume_from={start}: {chain[-1]} was resumed from {current}, which is no longer a "
                               "run directory, so the samples it finished cannot be reused; restore it (or resume from "
                               "it if it moved), or start a new run without vc.resume_from")
-        chain.append(current)
         try:
+            if not _is_run_dir(current):
+                raise _Unknown
             origin = run_origin(current)
         except _Unknown:
             before = _newest_run_before(current)
-            hint = f" (probably {before}, the newest run before it with a {MANIFEST_NAME})" if before else ""
+            hint = f" (probably {before}, the newest run before it with a {MANIFEST_NAME})" if before else \
+                " (none before it has one: start a new run without vc.resume_from)"
+            if not chain and not _is_run_dir(current):
+                raise ResumeError(f"vc.resume_from={start}: no {JOURNAL_NAME} there: give a run directory "
+                                  "results/<run_name>/<stamp>-<id>; if it is a run killed while starting, resume from "
+                                  f"the newest run that has a {MANIFEST_NAME}{hint}") from None
             raise ResumeError(f"vc.resume_from={start}: {current} was killed while starting, before it recorded the run "
                               f"it resumed from (no {MANIFEST_NAME}, no readable .hydra/config.yaml), so the runs that "
                               f"hold finished samples are unknown; resume from the newest run that has a {MANIFEST_NAME}"
                               f"{hint}") from None
+        chain.append(current)
         current = Path(os.path.realpath(origin)) if origin is not None else None
     return chain
 
