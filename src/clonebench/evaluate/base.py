@@ -85,9 +85,15 @@ class Scorer(ABC):
 
     def release(self) -> None:
         """Drop the model. A full ``gc.collect`` (and CUDA's cache) only when a GPU needs its memory back
-        before the next scorer loads; on CPU, reference counting frees the model's arrays as they drop."""
+        before the next scorer loads; on CPU, reference counting frees the model's arrays as they drop. A
+        resolved asset (``self._asset``) is released too (its staged links removed)."""
         for attr in [a for a, v in vars(self).items() if a.startswith("_model")]:
             setattr(self, attr, None)
+        if getattr(self, "_asset", None) is not None:
+            from clonebench.evaluate.assets import release
+
+            release(self._asset)
+            self._asset = None
         if self.uses_gpu and str(self.device).startswith("cuda"):
             gc.collect()
             import torch

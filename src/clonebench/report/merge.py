@@ -110,6 +110,9 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
                                                                  "error": r.get("error")}]
                                  if r["status"] == "generation_failed"],
                   samples=ordered)
+    if any("seed_honoured" in m for m in manifests):  # each shard probed its own server: honoured only if all were
+        verdicts = [m.get("seed_honoured") for m in manifests]
+        merged["seed_honoured"] = False if False in verdicts else None if None in verdicts else True
     atomic_write_json(out / MANIFEST_NAME, merged)
     _merge_journals(shards, everything, owner, out)
     _merge_metrics(shards, everything, owner, settings, out)

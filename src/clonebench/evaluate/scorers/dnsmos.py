@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from clonebench.evaluate.assets import ResolvedAsset, release, resolve
+from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.audio import load_librosa_16k
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 from clonebench.evaluate.locks import DNSMOS
@@ -72,9 +72,3 @@ class DNSMOSScorer(Scorer):
                 "dnsmos": float(out["ovrl_mos"]), "dnsmos_sig": float(out["sig_mos"]),
                 "dnsmos_bak": float(out["bak_mos"]), "dnsmos_p808": float(out["p808_mos"])}))
         return records
-
-    def release(self) -> None:
-        super().release()
-        if self._asset is not None:
-            release(self._asset)
-            self._asset = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from clonebench.evaluate.assets import ResolvedAsset, release, resolve
+from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 from clonebench.evaluate.locks import ECAPA
 
@@ -103,8 +103,5 @@ class EcapaScorer(Scorer):
 
     def release(self) -> None:
         super().release()
-        if self._asset is not None:
-            release(self._asset)
-            self._asset = None
         import shutil
         shutil.rmtree(getattr(self, "_savedir", ""), ignore_errors=True)

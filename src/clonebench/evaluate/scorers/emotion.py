@@ -19,7 +19,7 @@ import inspect
 import tempfile
 from pathlib import Path
 
-from clonebench.evaluate.assets import Asset, AssetError, ResolvedAsset, release, resolve
+from clonebench.evaluate.assets import Asset, AssetError, ResolvedAsset, resolve
 from clonebench.evaluate.audio import resample_mono_torchaudio
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 
@@ -131,9 +131,3 @@ class EmotionScorer(Scorer):
             records.append(ScoreRecord(item.sample_id, {"emotion_match": float(target == generated),
                                                         "emotion_target": target, "emotion_generated": generated}))
         return records
-
-    def release(self) -> None:
-        super().release()
-        if self._asset is not None:
-            release(self._asset)
-            self._asset = None

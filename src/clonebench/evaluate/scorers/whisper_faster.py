@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate.assets import ResolvedAsset, release, resolve
+from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import FASTER_WHISPER
 from clonebench.evaluate.scorers.whisper_common import WhisperScorer, skip_as_silence, whisper_language
@@ -124,9 +124,3 @@ class FasterWhisperScorer(WhisperScorer):
             return self._model.encode(np.stack(windows))
         outputs = [np.asarray(self._model.encode(window[None])) for window in windows]
         return ctranslate2.StorageView.from_array(np.ascontiguousarray(np.concatenate(outputs)))
-
-    def release(self) -> None:
-        super().release()
-        if self._asset is not None:
-            release(self._asset)
-            self._asset = None
