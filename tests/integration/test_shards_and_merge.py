@@ -108,17 +108,17 @@ def test_a_real_multirun_with_hydra_launchers(tmp_path, dataset, launcher):
     assert manifest["status"] == "generated" and manifest["counts"] == {"generated": 8}
 
 
-def test_one_shard_with_an_unhonoured_seed_makes_the_merged_run_unseeded(sweeps, tmp_path):
-    """Each shard's gate probes its own server: the merged run claims an honoured seed only if every shard's did."""
-    sweep = tmp_path / "sweep"
-    shutil.copytree(sweeps[2], sweep)
-    shutil.rmtree(sweep / "merged", ignore_errors=True)
+def test_one_shard_with_an_unhonoured_seed_makes_the_merged_run_unseeded(sweeps):
+    """Each shard's gate probes its own server: the merged run claims an honoured seed only if every shard's did.
+    (The sweep is edited in place and restored: a copy would move its audio outside the shards' recorded paths.)"""
+    sweep = sweeps[2]
     verdicts = [json.loads((sweep / name / "run_manifest.json").read_text()).get("seed_honoured") for name in ("0", "1")]
-    first = merge(sweep)
-    assert json.loads((first / "run_manifest.json").read_text())["seed_honoured"] == verdicts[0]
+    assert json.loads((merge(sweep) / "run_manifest.json").read_text())["seed_honoured"] == verdicts[0]
     shard = sweep / "1" / "run_manifest.json"
-    manifest = json.loads(shard.read_text())
-    manifest["seed_honoured"] = False
-    shard.write_text(json.dumps(manifest))
-    merged = json.loads((merge(sweep) / "run_manifest.json").read_text())
-    assert merged["seed_honoured"] is False
+    original = shard.read_text()
+    try:
+        shard.write_text(json.dumps({**json.loads(original), "seed_honoured": False}))
+        assert json.loads((merge(sweep) / "run_manifest.json").read_text())["seed_honoured"] is False
+    finally:
+        shard.write_text(original)
+        merge(sweep)
