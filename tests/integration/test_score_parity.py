@@ -9,7 +9,6 @@ audio loaded as upstream RVCBench loads it. SpeechBrain 1.1.2's ``verify_files``
 
 from __future__ import annotations
 
-import pytest
 
 from clonebench.hashing import HashCache
 
@@ -24,16 +23,6 @@ def pairs(variants: list[dict]) -> list[tuple[dict, dict]]:
     """Every variant as the generated clip against another clip's variant as the target (other rates too)."""
     n = len(variants)
     return [(variants[(i + 7) % n], variants[i]) for i in range(n)]
-
-
-@pytest.fixture(scope="module")
-def ecapa():
-    from clonebench.evaluate.scorers.ecapa import EcapaScorer
-
-    scorer = EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu", HashCache(None))
-    scorer.load()
-    yield scorer
-    scorer.release()
 
 
 def test_sim_sva_equal_verify_files(ecapa, speech_variants):
