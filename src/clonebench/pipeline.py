@@ -41,15 +41,13 @@ def register_resolvers() -> None:
 
 def config_container(cfg: DictConfig) -> dict:
     """The resolved config as recorded in artifacts: no Hydra section, no credentials inside endpoint URLs."""
-    from clonebench.adversary.endpoints import redact_url
-
     container = OmegaConf.to_container(cfg, resolve=True)
     container.pop("hydra", None)
     adversary = container.get("adversary", {})
     if isinstance(adversary.get("endpoint_url"), str):
-        adversary["endpoint_url"] = redact_url(adversary["endpoint_url"])
+        adversary["endpoint_url"] = redact(adversary["endpoint_url"])
     if isinstance(adversary.get("endpoint_urls"), list):
-        adversary["endpoint_urls"] = [redact_url(u) for u in adversary["endpoint_urls"]]
+        adversary["endpoint_urls"] = [redact(u) for u in adversary["endpoint_urls"]]
     return container
 
 
@@ -61,9 +59,8 @@ def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
 
     settings: RunSettings = read_settings(cfg, source)
     phase = "evaluate" if settings.vc.evaluate_only else "generate" if settings.vc.generate_only else "generate+evaluate"
-    from clonebench.adversary.endpoints import scrub_credentials
 
-    header = {"run_name": settings.run_name, "phase": phase, "config_source": scrub_credentials(source),
+    header = {"run_name": settings.run_name, "phase": phase, "config_source": redact(source),
               "config": config_container(cfg), "provenance": environment_provenance()}
     result = RunResult(run_dir)
     if settings.vc.evaluate_only:

@@ -13,18 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from clonebench.redact import redact, redact_value
-
 log = logging.getLogger(__name__)
-
-
-def redact_url(url: str) -> str:
-    """The URL without ``user:password@``, which must not reach an artifact (see ``clonebench.redact``)."""
-    return redact(url)
-
-
-scrub = redact_value          # kept names: every redaction goes through clonebench.redact
-scrub_credentials = redact
 
 
 class EndpointPool:

@@ -13,7 +13,8 @@ import httpx
 from tqdm import tqdm
 
 from clonebench.adversary.bounded import bounded_client
-from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub
+from clonebench.adversary.endpoints import EndpointPool
+from clonebench.redact import redact, redact_value
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.service_record import load_service_record
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
@@ -136,9 +137,9 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             "fingerprints": {"input": input_fp, "generation": generation_fp},
             "generation_fingerprint_fields": fields,
             "generation_provenance": {"protocol": adversary.protocol,
-                                      "endpoint_urls": [redact_url(u) for u in client.endpoint_urls],
+                                      "endpoint_urls": [redact(u) for u in client.endpoint_urls],
                                       "request": adversary.params, **service,
-                                      "service_record": scrub(record) if record else None},
+                                      "service_record": redact_value(record) if record else None},
         })
         reused = {}
         if origin is not None:
@@ -200,7 +201,7 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
                          deadline=client.timeout, busy_status=adversary.busy_status,
                          busy_max_wait=client.timeout)
     pool = EndpointPool(list(client.endpoint_urls), client.endpoint_eject_after,
-                        on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact_url(url),
+                        on_eject=lambda url, reason: recorder.journal.append("endpoint_ejected", endpoint=redact(url),
                                                                              reason=reason))
     if adversary.busy_status is not None and client.concurrency > len(pool.active):
         log.warning("adversary.concurrency=%d above %d %s endpoint(s), which synthesize one request at a time: the "
@@ -234,7 +235,7 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
             recorder.write_manifest()
             with tqdm(total=len(samples), initial=len(samples) - len(todo), desc="generate", unit="pair") as progress:
                 await generate_samples(todo, adversary, http, policy, recorder, client.concurrency, progress, pool)
-            recorder.extra["endpoints"] = {"active": [redact_url(u) for u in pool.active],
-                                           "taken_out": {redact_url(u): r for u, r in pool.ejected.items()}}
+            recorder.extra["endpoints"] = {"active": [redact(u) for u in pool.active],
+                                           "taken_out": {redact(u): r for u, r in pool.ejected.items()}}
 
     asyncio.run(main())

@@ -11,7 +11,8 @@ import anyio
 import httpx
 
 from clonebench.adversary.base import Adversary
-from clonebench.adversary.endpoints import EndpointPool, redact_url, scrub, scrub_credentials
+from clonebench.adversary.endpoints import EndpointPool
+from clonebench.redact import redact, redact_value
 from clonebench.data.reference_length import reference_seconds
 from clonebench.errors import ConfigError, ServerNotReadyError
 from clonebench.records import Sample
@@ -72,7 +73,7 @@ async def wait_until_ready(adversary: Adversary, http: httpx.AsyncClient, pool: 
         pending = [u for u in pool.active if not isinstance(answers.get(u), dict)]
         for url in pending:
             try:
-                answers[url] = scrub(await probe_ready(adversary, http, url))
+                answers[url] = redact_value(await probe_ready(adversary, http, url))
             except ServerNotReadyError as exc:
                 answers[url] = exc
         ready = [u for u in pool.active if isinstance(answers.get(u), dict)]
@@ -81,7 +82,7 @@ async def wait_until_ready(adversary: Adversary, http: httpx.AsyncClient, pool: 
         elapsed = time.monotonic() - started
         if ready or not waiting or elapsed >= ready_timeout:
             break
-        last = scrub_credentials(str(answers[waiting[0]]))
+        last = redact(str(answers[waiting[0]]))
         log.warning("waiting for %d endpoint(s) to become ready (%.0f of %.0f s, adversary.ready_timeout): %s",
                     len(waiting), elapsed, ready_timeout, last[:300])
         await asyncio.sleep(min(delay, max(0.0, ready_timeout - elapsed)))
@@ -90,12 +91,12 @@ async def wait_until_ready(adversary: Adversary, http: httpx.AsyncClient, pool: 
     for url in list(pool.active):
         answer = answers.get(url)
         if isinstance(answer, dict):
-            readiness[redact_url(url)] = answer
+            readiness[redact(url)] = answer
             continue
         waited = time.monotonic() - started
-        message = scrub_credentials(str(answer)) + (f" (still not ready after {waited:.0f} s of polling; "
+        message = redact(str(answer)) + (f" (still not ready after {waited:.0f} s of polling; "
                                                      "adversary.ready_timeout)" if waited >= 1 else "")
-        readiness[redact_url(url)] = {"error": message}
+        readiness[redact(url)] = {"error": message}
         if not pool.eject(url, f"not ready: {message}"):
             raise ServerNotReadyError(message)
     return readiness

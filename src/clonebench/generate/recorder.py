@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from clonebench.adversary.endpoints import redact_url, scrub_credentials
+from clonebench.redact import redact
 from clonebench.atomic import atomic_write_bytes, atomic_write_json
 from clonebench.data.audio import WavInfo
 from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, Journal
@@ -72,9 +72,9 @@ class RunRecorder:
     def attempt(self, phase: str, sample_id: str | None, attempt: Attempt, purpose: str = "sample") -> None:
         fields = attempt.as_dict()
         if "endpoint" in fields:
-            fields["endpoint"] = redact_url(fields["endpoint"])
+            fields["endpoint"] = redact(fields["endpoint"])
         if "error" in fields:
-            fields["error"] = scrub_credentials(fields["error"])
+            fields["error"] = redact(fields["error"])
         self.journal.append(phase, sample_id=sample_id, purpose=purpose, **fields)
 
     def save_audio(self, sample: Sample, body: bytes, info: WavInfo, attempts: list[Attempt]) -> None:
@@ -110,7 +110,7 @@ class RunRecorder:
 
     def failed(self, sample: Sample, error_class: str, error: str, attempts: int) -> None:
         self._set(SampleOutcome(sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATION_FAILED,
-                                attempts=attempts, error_class=error_class, error=scrub_credentials(error)))
+                                attempts=attempts, error_class=error_class, error=redact(error)))
 
     # -- run -----------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -125,7 +125,7 @@ class RunRecorder:
             return self.status
         self.finished = True
         if error:
-            self.errors.append(scrub_credentials(error))
+            self.errors.append(redact(error))
         if status is None:
             generated = sum(o.status == SampleStatus.GENERATED for o in self.outcomes.values())
             if generated == len(self.samples) and (self.samples or not self.input_failures):
