@@ -170,3 +170,23 @@ def test_the_page_reveals_no_system_escapes_text_and_stays_in_its_folder(runs, b
         assert all(u.startswith(inside) for u in seen["requests"])
     finally:
         context.close()
+
+
+@pytest.mark.slow
+def test_a_clip_that_cannot_load_stops_its_trial_with_a_message(runs, browser, tmp_path):
+    out = tmp_path / "mos"
+    key = make_test(runs, out, "mos")
+    first = next(t for t in key["trials"] if t["phase"] == "training")  # the page shows training in key order
+    (out / "site" / "clips" / f"{first['clips'][0]}.wav").unlink()
+    site = (out / "site").resolve().as_uri() + "/"
+    context, page, seen = new_page(browser, site)
+    try:
+        page.goto(site + "index.html")
+        page.fill("#rater", "erin")
+        page.click("#start")
+        page.wait_for_function("document.getElementById('hint').textContent.includes('could not be loaded')")
+        assert page.is_disabled("#next") and page.is_disabled(f"button[data-clip='{first['clips'][0]}']")
+        assert any(first["clips"][0] in e for e in seen["errors"])  # the failed load, and nothing else
+        assert all(first["clips"][0] in e or "ERR_FILE_NOT_FOUND" in e for e in seen["errors"]), seen["errors"]
+    finally:
+        context.close()

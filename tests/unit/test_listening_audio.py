@@ -81,18 +81,36 @@ def test_clips_come_out_at_one_rate_and_one_loudness(human_speech, tmp_path):
 
 def test_a_clip_that_would_clip_lowers_the_target_of_every_clip(tmp_path):
     rng = np.random.default_rng(2)
-    clicks = np.zeros(RATE * 2)
-    clicks[::RATE // 4] = 0.9  # an impulse train: loud peaks, little loudness
+    spiky = rng.normal(size=RATE * 2) * 0.035
+    spiky[RATE] = 0.9  # one spike: about 25 dB of peak over loudness, more than -1 dBFS - (-23 LUFS) allows
     speechlike = rng.normal(size=RATE * 2) * 0.05
     sources = {}
-    for name, signal in (("clicks", clicks), ("noise", speechlike)):
+    for name, signal in (("spiky", spiky), ("noise", speechlike)):
         sf.write(tmp_path / f"{name}.wav", signal, RATE, subtype="FLOAT")
         sources[name] = (tmp_path / f"{name}.wav", name, "none")
     (tmp_path / "out").mkdir()
     result = audio.write_clips(sources, tmp_path / "out")
     target = result["policy"]["target_lufs"]
-    assert target < audio.TARGET_LUFS
+    needed = audio.PEAK_CEILING_DBFS - (audio.peak_db(spiky) - audio.loudness(spiky))
+    assert target == pytest.approx(needed, abs=1e-3) and audio.TARGET_LUFS - audio.MAX_LOWERING_DB < target < -24
+    assert result["policy"]["peak_limited"] == []
     for name in sources:
         y, _ = sf.read(tmp_path / "out" / f"{name}.wav")
         assert audio.loudness(y) == pytest.approx(target, abs=0.3)
         assert 20 * np.log10(np.abs(y).max()) <= audio.PEAK_CEILING_DBFS + 0.01
+
+
+def test_one_extreme_clip_is_peak_limited_instead_of_making_every_clip_quiet(tmp_path):
+    click = np.zeros(RATE)
+    click[RATE // 2] = 0.99  # one click in silence: a peak 30+ dB above its loudness
+    speechlike = np.random.default_rng(4).normal(size=RATE * 2) * 0.05
+    sources = {}
+    for name, signal in (("click", click), ("noise", speechlike)):
+        sf.write(tmp_path / f"{name}.wav", signal, RATE, subtype="FLOAT")
+        sources[name] = (tmp_path / f"{name}.wav", name, "none")
+    (tmp_path / "out").mkdir()
+    result = audio.write_clips(sources, tmp_path / "out")
+    assert result["policy"]["target_lufs"] == audio.TARGET_LUFS - audio.MAX_LOWERING_DB
+    assert result["policy"]["peak_limited"] == ["click"] and result["clips"]["click"]["peak_dbfs"] <= -0.99
+    y, _ = sf.read(tmp_path / "out" / "noise.wav")
+    assert audio.loudness(y) == pytest.approx(audio.TARGET_LUFS - audio.MAX_LOWERING_DB, abs=0.3)

@@ -7,7 +7,10 @@ written as 16-bit PCM WAV with nothing but its ``fmt`` and ``data`` chunks.
   meter's 0.4 s block is measured as one block), then a per-clip gain to one target loudness for every clip of
   every system, the natural recordings and the anchors alike (ITU-R BS.1534-3 asks for loudness-aligned stimuli;
   P.800 for one presentation level). The target is -23 LUFS (EBU R128), lowered for all clips together when
-  a clip's sample peak would exceed -1 dBFS there. Each clip's measured loudness, gain and peak go into the key.
+  a clip's sample peak would exceed -1 dBFS there, by 6 dB at most: a clip that would still pass -1 dBFS (a click,
+  a burst: far more peak than loudness) gets only the gain that brings its peak to -1 dBFS and is marked
+  ``peak_limited`` (quieter than the others) rather than making every clip quiet. Each clip's measured loudness,
+  gain and peak go into the key.
 - MUSHRA low anchor (BS.1534-3 5.1): the reference low-pass filtered at 3.5 kHz: an 8th-order Butterworth low-pass
   (``scipy.signal.butter``, second-order sections) applied forward and backward (``sosfiltfilt``: zero phase, so
   the anchor stays time-aligned with the reference; the forward-backward magnitude is the square of the
@@ -35,6 +38,7 @@ from clonebench.hashing import sha256_bytes
 RATE = 48_000
 TARGET_LUFS = -23.0
 PEAK_CEILING_DBFS = -1.0
+MAX_LOWERING_DB = 6.0
 LOWPASS = {"cutoff_hz": 3500.0, "order": 8, "design": "scipy.signal.butter(8, 3500, 'low', output='sos')",
            "application": "scipy.signal.sosfiltfilt (zero phase; -6 dB at the cut-off)"}
 DEGRADED_SNR_DB = 0.0
@@ -106,12 +110,17 @@ def transformed(path: Path, sha256: str, transform: str) -> Prepared:
     return Prepared(x, loudness(x))
 
 
+def peak_db(x: np.ndarray) -> float:
+    peak = float(np.max(np.abs(x))) if len(x) else 0.0
+    return 20 * np.log10(peak) if peak > 0 else -np.inf
+
+
 def aligned_target(prepared: list[Prepared]) -> float:
-    """The common loudness: TARGET_LUFS, or lower by as much as the clip closest to clipping needs."""
-    headroom = [20 * np.log10(np.max(np.abs(p.samples))) - p.loudness_lufs for p in prepared
-                if p.loudness_lufs is not None and np.max(np.abs(p.samples)) > 0]
-    worst = max(headroom, default=-np.inf)  # peak dBFS minus loudness: what a clip at L LUFS peaks at, minus L
-    return float(min(TARGET_LUFS, PEAK_CEILING_DBFS - worst))
+    """The common loudness: TARGET_LUFS, or lower by as much as the clip closest to clipping needs (at most
+    MAX_LOWERING_DB lower)."""
+    crest = [peak_db(p.samples) - p.loudness_lufs for p in prepared if p.loudness_lufs is not None]
+    worst = max(crest, default=-np.inf)  # peak dBFS minus loudness: what a clip at L LUFS peaks at, minus L
+    return float(max(min(TARGET_LUFS, PEAK_CEILING_DBFS - worst), TARGET_LUFS - MAX_LOWERING_DB))
 
 
 def wav_bytes(x: np.ndarray) -> bytes:
@@ -132,16 +141,22 @@ def write_clips(sources: dict[str, tuple[Path, str, str]], out_dir: Path) -> dic
     for clip_id, (path, sha256, transform) in sources.items():
         prepared = cache[(sha256, transform)]
         gain_db = 0.0 if prepared.loudness_lufs is None else target - prepared.loudness_lufs
+        limited = peak_db(prepared.samples) + gain_db > PEAK_CEILING_DBFS
+        if limited:
+            gain_db = PEAK_CEILING_DBFS - peak_db(prepared.samples)
         y = prepared.samples * 10 ** (gain_db / 20)
         data = wav_bytes(y)
         atomic_write_bytes(Path(out_dir) / f"{clip_id}.wav", data)
-        peak = float(np.max(np.abs(y)))
+        peak = peak_db(y)
         records[clip_id] = {"loudness_lufs": prepared.loudness_lufs, "gain_db": round(gain_db, 4),
-                            "peak_dbfs": round(20 * np.log10(peak), 3) if peak > 0 else None,
+                            "peak_dbfs": round(peak, 3) if np.isfinite(peak) else None, "peak_limited": limited,
                             "duration_s": round(len(y) / RATE, 4), "file_sha256": sha256_bytes(data)}
     policy = {"rate_hz": RATE, "format": "WAV PCM_16 mono", "standard": "ITU-R BS.1770-4 integrated loudness "
               "(pyloudnorm)", "target_lufs": round(target, 3), "nominal_target_lufs": TARGET_LUFS,
-              "peak_ceiling_dbfs": PEAK_CEILING_DBFS, "rule": "one gain per clip to the same target loudness for "
-              "every clip (every system, natural recordings, anchors); silent clips unchanged",
+              "peak_ceiling_dbfs": PEAK_CEILING_DBFS, "max_lowering_db": MAX_LOWERING_DB,
+              "rule": "one gain per clip to the same target loudness for every clip (every system, natural "
+              "recordings, anchors); silent clips unchanged; a clip whose peak would pass the ceiling even at the "
+              "lowest target gets the gain that puts its peak at the ceiling (peak_limited)",
+              "peak_limited": sorted(c for c, r in records.items() if r["peak_limited"]),
               "anchor": LOWPASS, "degraded": {"lowpass": LOWPASS, "white_noise_snr_db": DEGRADED_SNR_DB}}
     return {"policy": policy, "clips": records}

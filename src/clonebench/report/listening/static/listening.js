@@ -85,10 +85,16 @@
     button.textContent = "\u25B6 " + label;
     button.setAttribute("data-clip", clip);
     var audio = document.createElement("audio");
+    var owner = state.trial;  // events of this element belong to this trial, even if they come late
     audio.preload = "auto";
     audio.src = "clips/" + clip + ".wav";
+    audio.addEventListener("error", function () {  // a missing or undecodable clip: the trial cannot be rated
+      button.disabled = true;
+      owner.broken = true;
+      if (owner === state.trial) { update(); }
+    });
     audio.addEventListener("ended", function () {
-      state.trial.ends[clip] = (state.trial.ends[clip] || 0) + 1;
+      owner.ends[clip] = (owner.ends[clip] || 0) + 1;
       button.classList.remove("playing");
     });
     button.addEventListener("click", function () {
@@ -96,7 +102,7 @@
         if (other !== audio) { other.pause(); }
       });
       Array.prototype.forEach.call(document.querySelectorAll("#trial .play"), function (b) { b.classList.remove("playing"); });
-      state.trial.plays[clip] = (state.trial.plays[clip] || 0) + 1;
+      owner.plays[clip] = (owner.plays[clip] || 0) + 1;
       button.classList.add("played", "playing");
       audio.currentTime = 0;
       var playing = audio.play();
@@ -191,8 +197,9 @@
     var unplayed = needed.filter(function (c) { return !trial.plays[c]; }).length;
     var unrated = config.kind === "mushra" ? trial.ratings.filter(function (r) { return r === null; }).length
       : (trial.rating === null ? 1 : 0);
-    $("next").disabled = unplayed > 0 || unrated > 0;
-    $("hint").textContent = unplayed ? "Play every recording first (" + unplayed + " not played yet)."
+    $("next").disabled = unplayed > 0 || unrated > 0 || trial.broken;
+    $("hint").textContent = trial.broken ? "A recording could not be loaded: please tell the person who gave you this test."
+      : unplayed ? "Play every recording first (" + unplayed + " not played yet)."
       : unrated ? (config.kind === "mushra" ? "Rate every signal (" + unrated + " not rated yet)." : "Choose a rating.") : "";
   }
 
