@@ -144,7 +144,7 @@ def build_design(kind: str, systems: list[System], pairs: dict[str, Pair], n_ite
     def prompt(pair: Pair) -> str:  # SMOS: the reference speaker's recording (one id per pair)
         return clip("prompt", None, pair, pair.prompt)
 
-    for number, pair in enumerate(items):
+    for pair in items:
         if kind in ("mos", "smos"):
             for code in rated:
                 trials.append(Trial(trial_id(f"test|{pair.pair_id}|{code}"), "test", "rating", pair.pair_id,
