@@ -26,7 +26,7 @@ if ! "$PYTHON" - "$EXTRAS" <<'PY' >/dev/null 2>&1
 import importlib.metadata as md, sys
 md.version("clonebench")
 for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
-             "playwright"):
+             "playwright", "pyloudnorm", "krippendorff"):
     md.version(name)
 if "eval" in sys.argv[1]:
     assert md.version("torch") == "2.11.0" and md.version("torchaudio") == "2.11.0"

@@ -20,6 +20,8 @@ SUBCOMMANDS = {
     "doctor": ("clonebench.cli.doctor", "check the installation and print the fix for each problem"),
     "repeat": ("clonebench.cli.repeat", "re-send a run's first requests; report byte-identical outputs"),
     "merge": ("clonebench.cli.merge_cmd", "merge a sweep's shard runs into one run"),
+    "listening-test": ("clonebench.cli.listening_test_cmd", "a MOS/SMOS/CMOS/MUSHRA listening test page from runs"),
+    "listening-results": ("clonebench.cli.listening_results_cmd", "scores, CIs and agreement of a listening test"),
 }
 
 

@@ -2,12 +2,13 @@
 with n and 95 % CI; or an HTML report to read and listen to.
 
     clonebench report RUN [RUN ...] --format md|latex|csv|html [--with-paper] [--allow-partial] [--output FILE|DIR]
-                      [--copy-audio]
+                      [--copy-audio] [--listening DIR ...]
 
 Partial runs are refused unless --allow-partial, which labels them. --with-paper adds the paper's 18
 published LibriTTS rows (reproduction/paper/), marked as published values. A timing run (adversary.measure=ttfb)
 among the runs gives the RTF of the quality run of the same pairs and server. --format html writes a folder
-(``--output DIR``, required) holding index.html, the plots and, with --copy-audio, the audio.
+(``--output DIR``, required) holding index.html, the plots and, with --copy-audio, the audio. --listening DIR adds
+the human scores of a listening test (clonebench listening-results) beside the predicted MOS.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=Path, help="write here instead of standard output (html: the folder)")
     parser.add_argument("--copy-audio", action="store_true",
                         help="html: copy the audio into the folder (default: link it by relative path)")
+    parser.add_argument("--listening", action="append", type=Path, default=[],
+                        help="a listening-test folder with results.json: its human scores as columns")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
         table.label = label
     rows = run_rows(tables)
     attach_rtf(rows, [v.generation for v in views], timings)
+    if args.listening:
+        from clonebench.report.listening.paper_columns import attach_listening
+
+        rows += attach_listening(rows, [v.samples for v in views], args.listening)
     rows += paper_rows() if args.with_paper else []
     if args.format == "html":
         from clonebench.report.html_page import write_html_report

@@ -16,7 +16,7 @@ from clonebench.atomic import atomic_write_text
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
 from clonebench.report.paired import paired_summary
-from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best
+from clonebench.report.paper import _cell, best, columns, footnotes, is_best
 from clonebench.report.plots import write_plots
 from clonebench.report.tables import as_number
 
@@ -34,12 +34,12 @@ def _static(name: str) -> str:
 
 
 def paper_table(rows: list[dict]) -> str:
-    top = best(rows)
-    head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in COLUMNS) + "</tr>"
+    top, shown = best(rows), columns(rows)
+    head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in shown) + "</tr>"
     body = []
     for row in rows:
         cells = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in shown:
             cell = row["cells"].get(key)
             text = escape(_cell(cell))
             bold = is_best(cell, top, key)

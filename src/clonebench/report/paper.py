@@ -16,8 +16,22 @@ COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", 
 PAPER_FILE = Path(__file__).resolve().parents[3] / "reproduction" / "paper" / "published_tables.json"
 PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mos": "MOS", "mcd": "MCD", "rtf": "RTF", "sva": "SVA",
               "emotion_match": "Emotion"}  # the paper's MOS is UTMOS, not DNSMOS
+# human listening-test scores (clonebench listening-results; report --listening), shown right after the predicted MOS
+HUMAN_COLUMNS = [("human_mos", "MOS (human)↑", True), ("human_smos", "SMOS (human)↑", True),
+                 ("human_mushra", "MUSHRA (human)↑", True)]
 BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; (published) rows are the paper's "
              "values, not runs of this harness.")
+
+
+def columns(rows: list[dict]) -> list[tuple[str, str, bool]]:
+    """COLUMNS, plus the human listening-test columns some row fills, placed after the predicted MOS."""
+    present = {key for row in rows for key in row["cells"]}
+    out = []
+    for column in COLUMNS:
+        out.append(column)
+        if column[0] == "mos":
+            out += [c for c in HUMAN_COLUMNS if c[0] in present]
+    return out
 
 
 def run_rows(tables: list[ResultTable]) -> list[dict]:
@@ -62,16 +76,17 @@ def footnotes(rows: list[dict]) -> list[str]:
 
 def best(rows: list[dict]) -> dict[str, float]:
     out = {}
-    for key, _, higher in COLUMNS:
+    for key, _, higher in columns(rows):
+        # an unverified scorer's value, and a reference's (the natural recordings' human score), is never "best"
         values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]
-                  and not r["cells"][key].get("unverified")]  # an unverified scorer's value is never "best"
+                  and not r["cells"][key].get("unverified") and not r["cells"][key].get("reference")]
         if values:
             out[key] = max(values) if higher else min(values)
     return out
 
 
 def is_best(cell: dict | None, top: dict, key: str) -> bool:
-    return bool(cell) and not cell.get("unverified") and cell["mean"] == top.get(key)
+    return bool(cell) and not cell.get("unverified") and not cell.get("reference") and cell["mean"] == top.get(key)
 
 
 def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
@@ -82,15 +97,17 @@ def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
         text += f" [{cell['ci'][0]:.{digits}f}, {cell['ci'][1]:.{digits}f}]"
     if cell.get("n") is not None:
         text += f" (n={cell['n']}/{cell['n_requested']})"
+    if cell.get("raters") is not None:
+        text += f" (human, {cell['raters']} raters)"
     return text + (" †" if cell.get("unverified") else "")
 
 
 def markdown(rows: list[dict]) -> str:
-    top = best(rows)
-    lines = ["| model | " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    top, shown = best(rows), columns(rows)
+    lines = ["| model | " + " | ".join(h for _, h, _ in shown) + " |", "|---" * (len(shown) + 1) + "|"]
     for row in rows:
         cells = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in shown:
             text = _cell(row["cells"].get(key))
             cells.append(f"**{text}**" if is_best(row["cells"].get(key), top, key) else text)
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
@@ -104,12 +121,12 @@ def _latex_escape(text: str) -> str:
 
 
 def latex(rows: list[dict]) -> str:
-    top = best(rows)
-    header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in COLUMNS])
-    lines = [r"\begin{tabular}{l" + "c" * len(COLUMNS) + "}", r"\toprule", header + r" \\", r"\midrule"]
+    top, shown = best(rows), columns(rows)
+    header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in shown])
+    lines = [r"\begin{tabular}{l" + "c" * len(shown) + "}", r"\toprule", header + r" \\", r"\midrule"]
     for row in rows:
         cells = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in shown:
             cell = row["cells"].get(key)
             text = "--" if not cell else f"{cell['mean']:.3f}"
             if cell and cell.get("ci"):
@@ -127,15 +144,15 @@ def latex(rows: list[dict]) -> str:
 def csv_text(rows: list[dict]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    header = ["model", "source"]
-    for key, _, _ in COLUMNS:
+    header, shown = ["model", "source"], columns(rows)
+    for key, _, _ in shown:
         header += [key, f"{key}_ci_low", f"{key}_ci_high", f"{key}_n"]
     writer.writerow(header)
     for row in rows:
         out = [row["name"], row["source"]]
-        for key, _, _ in COLUMNS:
+        for key, _, _ in shown:
             cell = row["cells"].get(key) or {}
             ci = cell.get("ci") or [None, None]
-            out += [cell.get("mean"), ci[0], ci[1], cell.get("n")]
+            out += [cell.get("mean"), ci[0], ci[1], cell.get("n", cell.get("raters"))]
         writer.writerow(["" if v is None else v for v in out])
     return buffer.getvalue()
