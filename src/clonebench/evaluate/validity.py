@@ -45,8 +45,12 @@ def invalid_value(values: dict) -> str | None:
     for metric, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        if not math.isfinite(value):
-            return f"{metric}={value} is not finite"
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer no float can hold (e.g. 10**400 read back from a JSON file)
+            finite = False
+        if not finite:
+            return f"{metric}={value:.6g} is not finite" if isinstance(value, float) else f"{metric} is not finite"
         low, high = RANGES.get(metric, (-math.inf, math.inf))
         if not low <= value <= high:
             return f"{metric}={value} is outside [{low:g}, {high:g}]"
