@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from clonebench.atomic import atomic_write_json
+from clonebench.errors import ClonebenchError
 
 PROGRESS_NAME = "scoring_progress.json"
 LOCK_NAME = ".scoring.lock"
@@ -32,7 +33,12 @@ class ScoringProgress:
         self._lock = threading.Lock()
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         self._fd = os.open(Path(run_dir) / LOCK_NAME, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh run directory: nobody else holds it
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise ClonebenchError(f"{run_dir} is being scored by another clonebench process; score into a new run "
+                                  "directory (the metric cache is shared)") from None
         self.state = {"schema": SCHEMA, "state": "preparing", "pid": os.getpid(), "source_run": str(source_run),
                       "started_at": time.time(), "updated_at": time.time(),
                       "groups": {g: {"state": "waiting", "total": None, "cached": 0, "scored": 0,
