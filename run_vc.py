@@ -11,10 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-try:
-    import clonebench  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
+SRC = Path(__file__).resolve().parent / "src"
+if (SRC / "clonebench").is_dir() and str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))  # the code of this checkout, even where another checkout is installed
 
 from clonebench.hydra_guard import guard_process
 
