@@ -11,24 +11,28 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-try:
-    import clonebench  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
+SRC = Path(__file__).resolve().parent / "src"
+if (SRC / "clonebench").is_dir() and str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))  # the code of this checkout, even where another checkout is installed
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
+from clonebench.hydra_guard import guard_process
 
-from clonebench.pipeline import main as pipeline_main
-from clonebench.pipeline import register_resolvers
+guard_process()  # before Hydra parses the command line: what it prints or writes is redacted from here on
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from clonebench.pipeline import main as pipeline_main  # noqa: E402
+from clonebench.pipeline import register_resolvers  # noqa: E402
 
 register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="vc")
 def main(cfg: DictConfig) -> int:
+    guard_process()  # again: a multirun launcher may run this job in another process
     hydra_cfg = HydraConfig.get()
     source = f"configs/{hydra_cfg.job.config_name}.yaml with overrides {list(hydra_cfg.overrides.task)}"
     code = pipeline_main(cfg, Path(hydra_cfg.runtime.output_dir), source)

@@ -1,5 +1,5 @@
-"""The three real servers as they behave (fish-speech 3dd1f85, s2.cpp 2c33261, vLLM-Omni 01bc417), through the
-stand-in over loopback HTTP: one table of requests per protocol, and what the harness does about each behaviour
+"""The three real servers as they behave (fish-speech 3dd1f85 and s2.cpp 2c33261, unchanged as of 2026-12-01;
+vLLM-Omni before #5406 and after #6553), through the stand-in over loopback HTTP: one table of requests per protocol, and what the harness does about each behaviour
 (effective sampling, seed probe, reference durations, busy, service record, mid-stream cuts, repeated 500s,
 ignored fields, gate attempts, readiness polling)."""
 
@@ -57,10 +57,29 @@ OPENAI_TABLE = [  # (case, body builder, status, check of the answer)
      lambda r: r.headers["content-type"] == "audio/flac" and sf.info(io.BytesIO(r.content)).format == "FLAC"),
     ("mp3", lambda a, t: {"input": "Hi.", "response_format": "mp3"}, 200,
      lambda r: r.headers["content-type"] == "audio/mpeg" and len(r.content) > 100),
-    ("opus at 48 kHz", lambda a, t: {"input": "Hi.", "response_format": "opus", "sample_rate": 48000}, 200,
-     lambda r: r.headers["content-type"] == "audio/ogg" and sf.info(io.BytesIO(r.content)).samplerate == 48000),
+    ("sample_rate refused for Fish (#6553)", lambda a, t: {"input": "Hi.", "response_format": "opus",
+                                                            "sample_rate": 48000}, 400,
+     lambda r: r.json()["error"]["param"] == "sample_rate"),
+    ("sample_rate null is no sample_rate", lambda a, t: {"input": "Hi.", "sample_rate": None}, 200, lambda r: True),
     ("opus at the 44.1 kHz codec rate", lambda a, t: {"input": "Hi.", "response_format": "opus"}, 500,
      lambda r: "Opus" in r.json()["error"]["message"]),
+    ("stream=true answers Server-Sent Events", lambda a, t: {"input": "Hi.", "stream": True}, 200,
+     lambda r: r.headers["content-type"] == "text/event-stream" and _sse_audio(r.content)[:4] == b"RIFF"),
+    ("stream_format audio streams the audio", lambda a, t: {"input": "Hi.", "stream": True, "stream_format": "audio",
+                                                            "response_format": "pcm"}, 200,
+     lambda r: r.headers["content-type"] == "audio/pcm" and r.headers.get("transfer-encoding") == "chunked"
+     and r.content[:4] != b"RIFF" and len(r.content) % 2 == 0),
+    ("streaming needs pcm or wav", lambda a, t: {"input": "Hi.", "stream": True, "response_format": "mp3"}, 400,
+     lambda r: r.json()["error"]["param"] == "response_format"),
+    ("unknown stream_format", lambda a, t: {"input": "Hi.", "stream": True, "stream_format": "ndjson"}, 400,
+     lambda r: r.json()["error"]["param"] == "stream_format"),
+    ("seed beyond int64 (#6598)", lambda a, t: {"input": "Hi.", "seed": 2 ** 63}, 400,
+     lambda r: r.json()["error"]["param"] == "seed"),
+    ("seed below int64", lambda a, t: {"input": "Hi.", "seed": -(2 ** 63) - 1}, 400,
+     lambda r: r.json()["error"]["param"] == "seed"),
+    ("seed at the int64 bound", lambda a, t: {"input": "Hi.", "seed": 2 ** 63 - 1}, 200, lambda r: True),
+    ("extra_params temperature not a number", lambda a, t: {"input": "Hi.", "extra_params": {"temperature": "hot"}},
+     400, lambda r: r.json()["error"]["param"] == "extra_params"),
     ("aac is not a speech format", lambda a, t: {"input": "Hi.", "response_format": "aac"}, 400,
      lambda r: r.json()["error"]["param"] == "response_format"),
     ("undecodable reference", lambda a, t: {"input": "Hi.", "ref_audio": _uri(b"not audio at all"), "ref_text": t},
@@ -78,6 +97,12 @@ OPENAI_TABLE = [  # (case, body builder, status, check of the answer)
 ]
 
 
+def _sse_audio(body: bytes) -> bytes:
+    events = [json.loads(line[len(b"data: "):]) for line in body.split(b"\n\n") if line.startswith(b"data: ")]
+    assert [e["type"] for e in events][-1] == "speech.audio.done"
+    return b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+
+
 @pytest.mark.parametrize("case, build, status, check", OPENAI_TABLE, ids=[c[0] for c in OPENAI_TABLE])
 def test_openai_table(reference, case, build, status, check):
     audio, text = reference
@@ -86,6 +111,47 @@ def test_openai_table(reference, case, build, status, check):
                             headers={"Content-Type": "application/json"}, timeout=60)
     assert answer.status_code == status, answer.text[:300]
     assert check(answer)
+
+
+OPENAI_BEFORE_5406 = [  # the same requests to a build before #5406 (e.g. 01bc417)
+    ("sample_rate is not a field: dropped", {"input": "Hi.", "sample_rate": 48000}, 200,
+     lambda r: sf.info(io.BytesIO(r.content)).samplerate == 44100),
+    ("so opus still fails at 44.1 kHz", {"input": "Hi.", "response_format": "opus", "sample_rate": 48000}, 500,
+     lambda r: "Opus" in r.json()["error"]["message"]),
+    ("no int64 bound on seeds", {"input": "Hi.", "seed": 2 ** 64}, 200, lambda r: True),
+    ("stream=true answers Server-Sent Events", {"input": "Hi.", "stream": True}, 200,
+     lambda r: r.headers["content-type"] == "text/event-stream"),
+]
+
+
+@pytest.mark.parametrize("case, body, status, check", OPENAI_BEFORE_5406, ids=[c[0] for c in OPENAI_BEFORE_5406])
+def test_openai_before_5406_table(case, body, status, check):
+    with running_standin(protocol="openai", max_lifetime=120, vllm_build="before-5406") as server:
+        answer = httpx.post(f"{server.url}/v1/audio/speech", content=json.dumps(body).encode(),
+                            headers={"Content-Type": "application/json"}, timeout=60)
+    assert answer.status_code == status, answer.text[:300]
+    assert check(answer)
+
+
+@pytest.mark.parametrize("build, temperature_applies", [("before-5406", False), ("after-6553", True)])
+def test_which_extra_params_change_the_audio_depends_on_the_build(reference, build, temperature_applies):
+    """Same seed, one sampling field changed: the audio changes only where the build applies it (repetition_penalty
+    never reaches the slow AR)."""
+    audio, text = reference
+    base = {"input": "Hi there.", "ref_audio": _uri(audio), "ref_text": text, "seed": 7,
+            "extra_params": {"temperature": 0.8, "top_p": 0.8, "top_k": 30, "repetition_penalty": 1.0}}
+    with running_standin(protocol="openai", max_lifetime=120, vllm_build=build) as server:
+        def send(**extra):
+            body = {**base, "extra_params": {**base["extra_params"], **extra}}
+            answer = httpx.post(f"{server.url}/v1/audio/speech", content=json.dumps(body).encode(),
+                                headers={"Content-Type": "application/json"}, timeout=60)
+            assert answer.status_code == 200, answer.text[:300]
+            return answer.content
+        first = send()
+        assert send() == first  # seeded: identical
+        assert (send(temperature=0.5) != first) is temperature_applies
+        assert (send(top_k=10) != first) is temperature_applies
+        assert send(repetition_penalty=1.3) == first
 
 
 S2CPP_TABLE = [  # (case, multipart fields, status, check)
@@ -143,13 +209,18 @@ def test_fish_table(case, body, status, check):
 # --- row 1: effective sampling ---------------------------------------------------------------------------------
 
 def test_openai_sampling_is_sent_in_extra_params_and_recorded(tmp_path, dataset):
+    """Without a service record the server's build is unknown: effective sampling says what was sent and that
+    whether it applies is unknown (repetition_penalty never applies)."""
     with running_standin(protocol="openai", max_lifetime=300) as server:
         status, run_dir = generate_run(tmp_path, dataset, server.url, *OPENAI, "adversary.max_samples=1",
                                        "adversary.reference_check=false", "adversary.top_p=0.7",
                                        path="/v1/audio/speech")
     assert status == RunStatus.GENERATED
     manifest = load_manifest(run_dir)
-    expected = {"temperature": 0.8, "top_p": 0.7, "top_k": 30, "repetition_penalty": 1.0, "max_new_tokens": 2048}
+    unknown = "sent; applied only since #5406 (server build unknown)"
+    expected = {"temperature": f"0.8 {unknown}", "top_p": f"0.7 {unknown}", "top_k": f"30 {unknown}",
+                "repetition_penalty": "the server's deploy config (stage 0), not settable per request",
+                "max_new_tokens": 2048, "server_build": "unknown (no service record from scripts/serve_vllm_omni.py)"}
     assert manifest["effective_sampling"] == expected
     assert manifest["generation_fingerprint_fields"]["effective_sampling"] == expected
     from clonebench.adversary.openai_speech import OpenAISpeech
@@ -162,6 +233,51 @@ def test_openai_sampling_is_sent_in_extra_params_and_recorded(tmp_path, dataset)
         SynthesisInput("Hi.", "en", b"RIFF", "words", 3)).content)
     assert body["extra_params"] == {"temperature": 0.8, "top_p": 0.7, "top_k": 30, "repetition_penalty": 1.0}
     assert "top_p" not in body  # a top-level sampling field would be dropped by the server
+
+
+def _vllm_record(tmp_path, build: str) -> Path:
+    """A service record written by scripts/serve_vllm_omni.py (its server command: a fake that exits at once)."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / f"fake-vllm-{build}"
+    fake.write_text(f"#!{sys.executable}\nprint('SERVER UP')\n")
+    fake.chmod(0o755)
+    record = tmp_path / f"vllm_{build}.json"
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "serve_vllm_omni.py"), "--record", str(record),
+                             "--build", build, "--", str(fake), "serve", "fishaudio/s2-pro", "--omni", "--port", "8000"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "SERVER UP" in result.stdout, result.stderr
+    return record
+
+
+@pytest.mark.parametrize("build, server", [("after-5406", "after-6553"), ("before-5406", "before-5406")])
+def test_effective_sampling_follows_the_recorded_server_build(tmp_path, dataset, build, server):
+    from clonebench.cli.compare_check import differences
+    from clonebench.report.tables import ResultTable
+
+    record = _vllm_record(tmp_path, build)
+    with running_standin(protocol="openai", max_lifetime=300, vllm_build=server) as standin:
+        status, run_dir = generate_run(tmp_path, dataset, standin.url, *OPENAI, "adversary.max_samples=1",
+                                       "adversary.reference_check=false", "adversary.top_p=0.7",
+                                       "adversary.repetition_penalty=1.2", f"adversary.service_record={record}",
+                                       path="/v1/audio/speech")
+    assert status == RunStatus.GENERATED
+    manifest = load_manifest(run_dir)
+    deploy = "the server's deploy config (stage 0), not settable per request"
+    sent = {"temperature": 0.8, "top_p": 0.7, "top_k": 30} if build == "after-5406" else \
+        {"temperature": deploy, "top_p": deploy, "top_k": deploy}
+    assert manifest["effective_sampling"] == {**sent, "repetition_penalty": deploy, "max_new_tokens": 2048,
+                                              "server_build": f"{build.split('-')[0]} #5406"}
+    assert manifest["generation_provenance"]["service_record"]["build"]["source"] == f"stated: --build {build}"
+    if build == "before-5406":  # the same sampling sent to two builds is not the same sampling applied
+        table = lambda sampling: ResultTable(label="x", rows=[], status="complete", generation_status="generated",  # noqa: E731
+                                             seed_policy="per_sample_seed", seed=42, seed_honoured=True,
+                                             input_fingerprint="f" * 64, effective_sampling=sampling)
+        after = {"temperature": 0.8, "top_p": 0.7, "top_k": 30, "repetition_penalty": deploy, "max_new_tokens": 2048,
+                 "server_build": "after #5406"}
+        (line,) = differences(table(manifest["effective_sampling"]), table(after))
+        assert "server_build 'before #5406' vs 'after #5406'" in line and "top_p" in line
 
 
 # --- row 2: the determinism probe --------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The launchers' refusals and service records (scripts/serve_fish_s2.py, scripts/serve_s2cpp.py), the streamed-body
-header guard, and compare-check's view of sampling and seeds."""
+"""The launchers' refusals and service records (scripts/serve_fish_s2.py, scripts/serve_s2cpp.py,
+scripts/serve_vllm_omni.py), the streamed-body header guard, and compare-check's view of sampling and seeds."""
 
 from __future__ import annotations
 
@@ -148,3 +148,49 @@ def test_compare_check_refuses_different_effective_sampling_and_unhonoured_seeds
     ignored = _table(seed_honoured=False, label="vllm")
     assert any("did not honour the seed" in line for line in differences(_table(), ignored))
     assert run_rows([ignored])[0]["name"] == "vllm (no seed)"
+
+
+@pytest.fixture
+def fake_vllm(tmp_path):
+    binary = tmp_path / "vllm"
+    binary.write_text(f"#!{sys.executable}\nimport sys, json\nprint('ARGV', json.dumps(sys.argv[1:]))\n")
+    binary.chmod(0o755)
+    return binary
+
+
+def _serve_vllm(tmp_path, *own_and_server):
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "serve_vllm_omni.py"), *map(str, own_and_server)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+
+def test_serve_vllm_omni_records_the_build_and_what_decides_the_audio(tmp_path, fake_vllm):
+    deploy = tmp_path / "fish_qwen3_omni.yaml"
+    deploy.write_text("stage_args:\n- sampling: {temperature: 0.8, top_k: 30, top_p: 0.9}\n")
+    record = tmp_path / "vllm_service.json"
+    server = ["serve", "fishaudio/s2-pro", "--omni", "--deploy-config", str(deploy), "--port", "8000",
+              "--api-key", "sk-vllm-s3cret"]
+    result = _serve_vllm(tmp_path, "--record", record, "--build", "after-5406", "--", fake_vllm, *server)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.split("ARGV", 1)[1]) == server  # exec'd unchanged
+    data = json.loads(record.read_text())
+    assert "sk-vllm-s3cret" not in record.read_text() and "sk-vllm-s3cret" not in result.stdout.split("ARGV")[0]
+    assert data["protocol"] == "openai_speech" and data["server"] == "vllm-omni"
+    assert data["build"]["extra_params_sampling"] is True and data["build"]["label"] == "after #5406"
+    assert data["fingerprint"]["deploy_config_sha256"] == data["deploy_config"]["sha256"] is not None
+    assert "--port" not in data["fingerprint"]["output_args"] and "--api-key" not in data["fingerprint"]["output_args"]
+
+
+def test_serve_vllm_omni_says_unknown_when_the_build_cannot_be_known(tmp_path, fake_vllm):
+    checkout = tmp_path / "vllm-omni"
+    checkout.mkdir()
+    for command in (["init", "-q"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty",
+                                     "-m", "a fork without the sampling commit"]):
+        subprocess.run(["git", "-C", str(checkout), *command], check=True, capture_output=True)
+    record = tmp_path / "r.json"
+    result = _serve_vllm(tmp_path, "--record", record, "--checkout", checkout, "--", fake_vllm, "serve", "m",
+                         "--stage-configs-path", "old.yaml")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(record.read_text())
+    assert data["build"]["commit"] and data["build"]["extra_params_sampling"] is None  # 76e4a78a is not in it
+    assert data["build"]["label"] == "unknown" and "--stage-configs-path was removed by #5647" in result.stderr
+    assert _serve_vllm(tmp_path, "--record", record, "--").returncode != 0  # no server command

@@ -74,6 +74,12 @@ class Adversary(ABC):
     def __init__(self, client: ClientSettings, params: dict[str, Any]):
         self.client = client
         self.params = params
+        self.service_record: dict | None = None
+
+    def use_service_record(self, record: dict | None) -> None:
+        """The launcher's service record (``adversary.service_record``), before any fingerprint is computed: what
+        the server does with a request may depend on the build it records."""
+        self.service_record = record
 
     @classmethod
     @abstractmethod

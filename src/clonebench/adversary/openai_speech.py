@@ -6,12 +6,18 @@ base64 is rejected), ``ref_text`` (required with ref_audio), ``response_format``
 Readiness: ``GET /health``, else ``GET /v1/models`` (shared notes, server_protocols.md section 3).
 
 Sampling is not a request field of vLLM-Omni's speech model: unknown top-level fields are dropped, and the
-stage defaults apply (temperature 0.8, top_k 30, top_p 0.9, repetition_penalty 1.0). The run's sampling is
-sent in ``extra_params``, which serving_speech merges into the first stage's SamplingParams.extra_args
-(vllm-omni 01bc417); whether the Fish stage reads them depends on the version (fish_speech_slow_ar 0febbd5
-samples with the stage YAML's SamplingParams and a fixed fast-AR sampler), so the README says to set the stage
-YAML to the same values. What is sent is what the manifest records and compare-check compares. The newest servers refuse references shorter than 1 s or longer than 30 s
-(``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``): checked here before any request.
+deploy config's stage-0 values apply (``vllm_omni/deploy/fish_qwen3_omni.yaml``: temperature 0.8, top_k 30, top_p
+0.9, repetition_penalty 1.0). The run's sampling is sent in ``extra_params``. What the server does with it depends
+on its build (shared notes, "vLLM-Omni after 2026-06", read 2026-12-01): since #5406 (76e4a78a, 2026-07-25)
+temperature, top_p and top_k are copied into stage 0's SamplingParams, so the Fish slow AR applies them; before
+it they only reach ``extra_args``, which the slow AR never reads; repetition_penalty never reaches it. The build
+comes from the service record (``scripts/serve_vllm_omni.py --record``); ``effective_sampling`` follows it and
+says "unknown" without one. The request never holds ``sample_rate`` (no such field at 01bc417 / 20893221; since
+#6553 Fish refuses it with 400) nor ``stream`` (``stream=true`` answers Server-Sent Events unless
+``stream_format="audio"``, #4679: a streamed request would have to send that). Seeds fit int64 (#6598): every
+seed is at most SEED_MAX (2**31 - 1), checked with the manifest before any request. The newest servers refuse
+references shorter than 1 s or longer than 30 s (``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``):
+checked here before any request.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, ReferenceRule, SynthesisInput, not_ready
 from clonebench.config_reader import ConfigReader
+from clonebench.errors import ConfigError
 
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repetition_penalty")
+APPLIED_SINCE_5406 = ("temperature", "top_p", "top_k")  # copied into stage 0's SamplingParams since #5406
+DEPLOY_CONFIG = "the server's deploy config (stage 0), not settable per request"
 REFERENCE_RULE = ReferenceRule(1.0, 30.0, "vLLM-Omni serving_speech _REF_AUDIO_MIN/MAX_DURATION (01bc417)")
 
 
@@ -61,8 +70,29 @@ class OpenAISpeech(Adversary):
         fields.pop("reference_duration_check")  # a client-side check; the request is the same
         return fields
 
+    def server_build(self) -> tuple[bool | None, str]:
+        """(does extra_params sampling reach the Fish slow AR, the build's label) from the service record."""
+        build = (self.service_record or {}).get("build")
+        if build is None:
+            return None, "unknown (no service record from scripts/serve_vllm_omni.py)"
+        applies = build.get("extra_params_sampling") if isinstance(build, dict) else "?"
+        if applies not in (True, False, None):
+            raise ConfigError(f"adversary.service_record: its 'build' is not what scripts/serve_vllm_omni.py writes "
+                              f"({build!r}); restart the server through the launcher")
+        return applies, str(build.get("label") or "unknown")
+
     def effective_sampling(self) -> dict[str, Any]:
-        return {**{k: self.params[k] for k in SAMPLING_FIELDS}, "max_new_tokens": self.params["max_new_tokens"]}
+        """What the server's build applies: the sent values that reach the slow AR, else its deploy config's."""
+        applies, label = self.server_build()
+        out: dict[str, Any] = {}
+        for name in SAMPLING_FIELDS:
+            if name not in APPLIED_SINCE_5406 or applies is False:
+                out[name] = DEPLOY_CONFIG
+            elif applies:
+                out[name] = self.params[name]
+            else:
+                out[name] = f"{self.params[name]!r} sent; applied only since #5406 (server build unknown)"
+        return {**out, "max_new_tokens": self.params["max_new_tokens"], "server_build": label}
 
     def reference_rule(self) -> ReferenceRule | None:
         return REFERENCE_RULE if self.params["reference_duration_check"] else None

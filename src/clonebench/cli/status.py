@@ -1,7 +1,9 @@
-"""Show a run's status, coverage (generated / requested) and the errors of failed samples.
+"""Show a run's status, coverage (generated / requested) and the errors of failed samples; for a run with an
+evaluate phase, how far scoring got per scorer group (cached / scored / total, which group was running).
 
 The journal is read as the source of truth, so a run that was killed shows what it really
-finished, even where its run_manifest.json still says "running". Everything printed comes from files a
+finished, even where its run_manifest.json still says "running"; likewise the evaluate phase's durable
+progress file (evaluate/progress.py) and the run's metric cache, for a run killed while scoring. Everything printed comes from files a
 server's answers reached: it is redacted and its control characters are shown as escapes
 (``clonebench.redact.shown``), so an error body cannot clear the screen or fake a line.
 """
@@ -15,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 from clonebench.errors import ClonebenchError
+from clonebench.evaluate.cache import count_records
+from clonebench.evaluate.progress import PROGRESS_NAME, read_progress, unfinished_reason
 from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, gate_attempts, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
 from clonebench.records import SampleStatus
@@ -26,10 +30,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
+def scoring_summary(run_dir: Path) -> dict | None:
+    """The evaluate phase's progress (None when the run has none), with the records each group left in the run's
+    metric cache (durable per record, so possibly ahead of the progress file's last batch)."""
+    progress = read_progress(run_dir)
+    if progress is None:
+        return None
+    for group, entry in progress["groups"].items():
+        if isinstance(entry, dict) and isinstance(entry.get("scorer_fingerprint"), str):
+            entry["records_in_run_cache"] = count_records(run_dir, group, entry["scorer_fingerprint"])
+    progress["summary"] = unfinished_reason(progress) or f"finished: {progress.get('status')}"
+    return progress
+
+
 def summarise(run_dir: Path) -> dict:
     manifest_path = run_dir / MANIFEST_NAME
+    scoring = scoring_summary(run_dir)
+    if not manifest_path.is_file() and scoring is not None:  # an evaluate-only run: scoring is all it has
+        return {"run_dir": str(run_dir), "scoring": scoring}
     if not manifest_path.is_file():
-        raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME}; is this a run directory?")
+        raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME} and no {PROGRESS_NAME}; is this a run directory?")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     key_env = ((manifest.get("config") or {}).get("adversary") or {}).get("api_key_env")
     if isinstance(key_env, str) and key_env:
@@ -61,7 +81,20 @@ def summarise(run_dir: Path) -> dict:
             "sample_errors": errors, "attempts": sum(attempts.values()),
             "gate_attempts": gate_attempts(events),
             "busy_waits": sum(1 for e in events if e["event"] == "server_busy"),
-            "fingerprints": manifest.get("fingerprints", {})}
+            "fingerprints": manifest.get("fingerprints", {}), "scoring": scoring}
+
+
+def _say_scoring(say, scoring: dict) -> None:
+    say("scoring  ", scoring["summary"])
+    for group, entry in scoring["groups"].items():
+        if not isinstance(entry, dict):
+            continue
+        cached, scored = entry.get("cached", 0), entry.get("scored", 0)
+        done = sum(v for v in (cached, scored) if isinstance(v, int) and not isinstance(v, bool))
+        on_disk = entry.get("records_in_run_cache")
+        say(f"  {shown(group):<10} {shown(entry.get('state')):<8} {done}/{shown(entry.get('total'))} "
+            f"({shown(cached)} cached, {shown(scored)} scored"
+            + (f"; {on_disk} record(s) in the run's metric cache)" if on_disk is not None else ")"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     say = lambda *fields: print("".join(shown(f) for f in fields))  # noqa: E731 - one escaped line
     say("run      ", summary["run_dir"])
+    if "status" not in summary:  # an evaluate-only run
+        say("source   ", summary["scoring"].get("source_run"))
+        _say_scoring(say, summary["scoring"])
+        return 0
     say("status   ", summary["status"])
     say(f"coverage {summary['generated']}/{summary['requested']} generated ({summary['coverage']:.1%}), "
         f"{summary['attempts']} attempts")
@@ -88,4 +125,6 @@ def run(args: argparse.Namespace) -> int:
     for error in summary["sample_errors"]:
         say("failed ", error["pair_id"], f" after {error['attempts']} attempt(s): ", error["error_class"], ": ",
             error["error"])
+    if summary["scoring"] is not None:
+        _say_scoring(say, summary["scoring"])
     return 0

@@ -1,26 +1,126 @@
 """The metric cache: one JSON record per (scorer fingerprint, target sha, generated sha, text, language, sample id).
 
 The scorer fingerprint covers the scorer's version, code, packages, assets and execution (device,
-torch/CUDA/cuDNN, GPU, CPU threads, batch size), so a cached score is never reused on another device
-or thread count. Records live in the run's ``metric_cache/`` (the run is self-contained) and in a
-shared store under ``paths.results_dir/.cache/metric_cache`` so that scoring the same audio again, in a
-resumed or a new run, is a cache hit. Failed records are not cached: they are retried.
+torch/CUDA/cuDNN, GPU, CPU threads), so a cached score is never reused on another device or thread count.
+Records live in the run's ``metric_cache/`` (the run is self-contained) and in a shared store under
+``paths.results_dir/.cache/metric_cache`` so that scoring the same audio again, in a resumed or a new run, is a
+cache hit. Failed records are not cached: they are retried.
+
+The shared store outlives clonebench versions, disks and NFS mounts, so nothing read from it is trusted: a record
+is used only when it is a regular file (no symlink, FIFO or directory) of at most ``MAX_RECORD_BYTES``, UTF-8
+JSON, an object with exactly ``RECORD_FIELDS`` of the right types, of this ``SCHEMA`` version, whose key matches
+its path and the item asked for (scorer fingerprint, sample id, both audio hashes, language), whose values match
+their checksum and pass the scorer group's rules (``validity.record_problem``). Anything else (or an
+unreadable file) is a miss: rescored, rewritten, and counted by reason so that the evaluate phase logs one line
+per scorer group. A record that cannot be written is counted the same way; the cache never stops a run, except
+a full disk under the run directory itself.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 import threading
+from collections import Counter
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_json
+from clonebench.atomic import atomic_write_json, is_disk_full
 from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem, ScoreRecord
+from clonebench.evaluate.validity import record_problem
+from clonebench.redact import redact_value
+
+SCHEMA = "clonebench.metric_cache/v2"  # v1 records (no schema field) are misses
+MAX_RECORD_BYTES = 1 << 20  # a record holds a few numbers and one transcript; anything bigger is not one
+RECORD_FIELDS = {"schema": str, "key": str, "scorer_fingerprint": str, "sample_id": str, "target_sha256": str,
+                 "generated_sha256": str, "language": str, "values": dict, "values_sha256": str}
 
 
 def record_key(fingerprint: str, item: ScoreItem) -> str:
     return digest({"scorer": fingerprint, "target_sha256": item.target_sha256, "generated_sha256": item.generated_sha256,
                    "text": item.target_text, "language": item.language, "sample_id": item.sample_id})
+
+
+class Damage(Exception):
+    """Why a stored record is not used (its reason is the log's category)."""
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes; None when there is no entry at all; Damage for anything but a small regular file.
+
+    O_NOFOLLOW: a symlink is never followed (it could point anywhere, e.g. at /dev/zero); O_NONBLOCK: opening a
+    FIFO placed where a record should be does not hang."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP (a symlink), EACCES, EISDIR, EIO, ENOTDIR ...
+        if os.path.islink(path):
+            raise Damage("a symlink, not a record") from None
+        raise Damage(f"unreadable ({os.strerror(exc.errno) if exc.errno else type(exc).__name__})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Damage("not a regular file")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise Damage(f"larger than {MAX_RECORD_BYTES} bytes")
+        chunks, size = [], 0
+        while size <= MAX_RECORD_BYTES:
+            chunk = os.read(fd, MAX_RECORD_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_RECORD_BYTES:  # grew while being read
+            raise Damage(f"larger than {MAX_RECORD_BYTES} bytes")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise Damage(f"unreadable ({os.strerror(exc.errno) if exc.errno else type(exc).__name__})") from None
+    finally:
+        os.close(fd)
+
+
+def _parse(raw: bytes) -> dict:
+    import json
+
+    if not raw.strip():
+        raise Damage("empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Damage("not UTF-8") from None
+    try:
+        payload = json.loads(text)
+    except (ValueError, RecursionError):  # truncated, not JSON, absurdly nested
+        raise Damage("not JSON (truncated or overwritten)") from None
+    if not isinstance(payload, dict):
+        raise Damage("not a JSON object")
+    return payload
+
+
+def _check(payload: dict, key: str, fingerprint: str, item: ScoreItem, group: str, metrics: tuple[str, ...]) -> None:
+    if payload.get("schema") != SCHEMA:
+        raise Damage("another schema version" if "schema" in payload else "an old record without a schema version")
+    missing, extra = sorted(set(RECORD_FIELDS) - set(payload)), sorted(set(payload) - set(RECORD_FIELDS))
+    if missing or extra:
+        raise Damage("fields missing or unexpected")
+    for name, kind in RECORD_FIELDS.items():
+        if not isinstance(payload[name], kind):
+            raise Damage("a field of the wrong type")
+    if payload["key"] != key:
+        raise Damage("its key does not match its path")
+    if payload["scorer_fingerprint"] != fingerprint:
+        raise Damage("another scorer fingerprint")
+    if payload["sample_id"] != item.sample_id:
+        raise Damage("another sample id")
+    if (payload["target_sha256"], payload["generated_sha256"], payload["language"]) != (
+            item.target_sha256, item.generated_sha256, item.language):
+        raise Damage("other audio or language than its key")
+    if payload["values_sha256"] != digest(payload["values"]):
+        raise Damage("values that do not match their checksum")
+    if record_problem(group, metrics, payload["values"]) is not None:
+        raise Damage("values that are not valid scores")
 
 
 class MetricCache:
@@ -29,36 +129,91 @@ class MetricCache:
         self.shared = Path(shared_dir) if shared_dir else None
         self.hits = 0
         self.misses = 0
+        self.damaged: dict[str, Counter] = {}      # group -> reason -> records not trusted
+        self.unwritable: dict[str, Counter] = {}   # group -> reason -> records that could not be written
+        self.examples: dict[tuple[int, str], str] = {}  # (table, group) -> one path, for the log
         self._count = threading.Lock()  # scorer groups may run on two threads (evaluate/overlap.py)
 
     def _path(self, root: Path, group: str, key: str) -> Path:
         return root / group / key[:2] / f"{key}.json"
 
-    def get(self, group: str, key: str) -> ScoreRecord | None:
+    def _note(self, table: dict[str, Counter], group: str, reason: str, path: Path) -> None:
+        with self._count:
+            table.setdefault(group, Counter())[reason] += 1
+            self.examples.setdefault((id(table), group), str(path))
+
+    def lookup(self, group: str, fingerprint: str, item: ScoreItem, metrics: tuple[str, ...]) -> ScoreRecord | None:
+        """The trusted cached record of ``item`` for this scorer, or None (a miss: score it and ``store``)."""
+        key = record_key(fingerprint, item)
         for root in (self.local, self.shared):
             if root is None:
                 continue
             path = self._path(root, group, key)
-            if path.is_file():
-                try:
-                    payload = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, json.JSONDecodeError):
-                    continue  # a damaged record is a miss, rescored and rewritten
-                if payload.get("error") is None and payload.get("key") == key:
-                    if root is not self.local:
-                        atomic_write_json(self._path(self.local, group, key), payload)
-                    with self._count:
-                        self.hits += 1
-                    return ScoreRecord(payload["sample_id"], payload["values"])
+            try:
+                raw = _read_bytes(path)
+                if raw is None:
+                    continue
+                payload = _parse(raw)
+                _check(payload, key, fingerprint, item, group, metrics)
+            except Damage as damage:
+                self._note(self.damaged, group, str(damage), path)
+                continue
+            if root is not self.local:
+                self._write(self._path(self.local, group, key), payload, group, local=True)
+            with self._count:
+                self.hits += 1
+            return ScoreRecord(item.sample_id, payload["values"])
         with self._count:
             self.misses += 1
         return None
 
-    def put(self, group: str, key: str, record: ScoreRecord, fingerprint: str) -> None:
+    def store(self, group: str, fingerprint: str, item: ScoreItem, record: ScoreRecord,
+              metrics: tuple[str, ...]) -> None:
+        """Cache a valid record in the run's cache and the shared one (failed or invalid records are not cached)."""
         if not record.ok:
             return
-        payload = {"key": key, "scorer_fingerprint": fingerprint, "sample_id": record.sample_id,
-                   "values": record.values, "error": None}
+        values = redact_value(record.values)  # as every JSON file is written: the checksum covers what is stored
+        if record_problem(group, metrics, values) is not None:
+            self._note(self.unwritable, group, "values that would not be trusted when read back", self.local / group)
+            return
+        key = record_key(fingerprint, item)
+        payload = {"schema": SCHEMA, "key": key, "scorer_fingerprint": fingerprint, "sample_id": item.sample_id,
+                   "target_sha256": item.target_sha256, "generated_sha256": item.generated_sha256,
+                   "language": item.language, "values": values, "values_sha256": digest(values)}
         for root in (self.local, self.shared):
             if root is not None:
-                atomic_write_json(self._path(root, group, key), payload)
+                self._write(self._path(root, group, key), payload, group, local=root is self.local)
+
+    def _write(self, path: Path, payload: dict, group: str, local: bool) -> None:
+        try:
+            atomic_write_json(path, payload)
+        except OSError as exc:
+            if local and is_disk_full(exc):
+                raise  # the run directory itself is full: its outputs cannot be written either
+            reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
+            self._note(self.unwritable, group, f"not written ({reason})", path)
+
+    def report(self, group: str, damaged: bool) -> list[str]:
+        """One line for the records of ``group`` that were not trusted (``damaged``) or could not be written."""
+        table = self.damaged if damaged else self.unwritable
+        counts = table.get(group)
+        if not counts:
+            return []
+        what = "not trusted (rescored and rewritten)" if damaged else "could not be cached"
+        reasons = ", ".join(f"{n} {reason}" for reason, n in counts.most_common())
+        return [f"metric cache, {group}: {sum(counts.values())} record(s) {what}: {reasons} "
+                f"(e.g. {self.examples.get((id(table), group))})"]
+
+
+def count_records(run_dir: Path, group: str, fingerprint: str) -> int:
+    """Records of scorer ``fingerprint`` in the run's own cache (what a killed evaluation had durably scored or
+    copied from the shared cache); damaged files are not counted."""
+    count = 0
+    for path in (Path(run_dir) / "metric_cache" / group).glob("*/*.json"):
+        try:
+            raw = _read_bytes(path)
+            payload = _parse(raw) if raw is not None else {}
+        except Damage:
+            continue
+        count += payload.get("schema") == SCHEMA and payload.get("scorer_fingerprint") == fingerprint
+    return count

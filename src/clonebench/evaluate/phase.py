@@ -13,11 +13,12 @@ from tqdm import tqdm
 from clonebench.data.identity import digest
 from clonebench.evaluate.aggregate import summarise
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
-from clonebench.evaluate.cache import MetricCache, record_key
+from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.device import execution, resolve_device
 from clonebench.evaluate.inputs import Requested, duration, load_requested
 from clonebench.evaluate.outputs import write_csv, write_json
 from clonebench.evaluate.overlap import run_groups, shares_cores
+from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.validity import checked, too_short
 from clonebench.evaluate.threads import warn_if_slow
@@ -68,7 +69,7 @@ def _score_usable(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
 
 
 def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
-              hash_cache: HashCache) -> tuple[dict, dict[str, ScoreRecord]]:
+              hash_cache: HashCache, progress: ScoringProgress | None = None) -> tuple[dict, dict[str, ScoreRecord]]:
     import torch
 
     evaluation = settings.evaluation
@@ -82,19 +83,29 @@ def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: 
         results: dict[str, ScoreRecord] = {}
         todo = []
         for item in items:
-            cached = cache.get(group, record_key(fingerprint, item))
-            if cached is not None and checked(scorer.name, cached).ok:
+            cached = cache.lookup(group, fingerprint, item, cls.metrics)  # damaged records are misses
+            if cached is not None:
                 results[item.sample_id] = cached
             else:
                 todo.append(item)
+        for line in cache.report(group, damaged=True):
+            log.warning("%s", line)  # once per group, with the count per reason
+        if progress is not None:
+            progress.start(group, fingerprint, len(items), len(items) - len(todo))
         torch.manual_seed(0)
         with tqdm(total=len(items), initial=len(items) - len(todo), desc=f"score {group}", unit="wav") as bar:
             for start in range(0, len(todo), evaluation.batch_size):
                 batch = todo[start:start + evaluation.batch_size]
                 for item, record in zip(batch, _score(scorer, batch)):
                     results[item.sample_id] = record
-                    cache.put(group, record_key(fingerprint, item), record, fingerprint)
+                    cache.store(group, fingerprint, item, record, cls.metrics)
+                if progress is not None:
+                    progress.scored(group, len(batch))  # after the batch's records are in the cache
                 bar.update(len(batch))
+        for line in cache.report(group, damaged=False):
+            log.warning("%s", line)
+        if progress is not None:
+            progress.done(group)
         provenance.update(cached=len(items) - len(todo), scored=len(todo),
                           seconds=round(time.perf_counter() - started, 3))
         return provenance, results
@@ -114,29 +125,18 @@ def _row(req: Requested) -> dict:
             "synthesis_time_s": o.synthesis_time_s if o else None, "errors": [req.problem] if req.problem else []}
 
 
-def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
-    """Score the generation run ``source_run`` into ``run_dir``; returns metrics.json's content."""
-    import torch
-
-    evaluation = settings.evaluation
-    started = time.time()
-    requested, source = load_requested(source_run, samples)
-    if evaluation.cpu_threads:
-        torch.set_num_threads(evaluation.cpu_threads)
-    warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
-    device, warning = resolve_device(evaluation.device)
-    items = [r.item for r in requested if r.item is not None]
-    cache = MetricCache(run_dir, evaluation.cache_dir)
-    hash_cache = HashCache(settings.hash_cache)
-    rows = {r.sample.sample_id: _row(r) for r in requested}
+def _score_groups(settings: RunSettings, device: str, items: list[ScoreItem], cache: MetricCache,
+                  rows: dict[str, dict], groups: list[str], progress: ScoringProgress) -> dict[str, dict]:
+    """Every scorer group's records into ``rows``; returns each group's provenance."""
     scorers = {}
+    hash_cache = HashCache(settings.hash_cache)
     try:
         # single-threaded scorer groups run beside the others (evaluate/overlap.py)
-        backend = evaluation.scorer_options["whisper"]["backend"]
+        backend = settings.evaluation.scorer_options["whisper"]["backend"]
         for group, (provenance, results) in run_groups(
-                groups_for(evaluation.metrics), lambda g: scorer_class(g, backend).runs_beside_others,
-                lambda g, hc: run_group(g, settings, device, items, cache, hc), hash_cache, settings.hash_cache,
-                lambda g: shares_cores(g, backend)):
+                groups, lambda g: scorer_class(g, backend).runs_beside_others,
+                lambda g, hc: run_group(g, settings, device, items, cache, hc, progress), hash_cache,
+                settings.hash_cache, lambda g: shares_cores(g, backend)):
             scorers[group] = provenance
             for sample_id, record in results.items():
                 if record.ok:
@@ -145,26 +145,56 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
                     rows[sample_id]["errors"].append(f"{group}: {record.error}")
     finally:
         hash_cache.close()
-    ordered = [rows[r.sample.sample_id] for r in requested]
-    reasons = []
-    for row in ordered:
-        missing = [m for m in evaluation.metrics if row.get(m) is None]
-        if missing:
-            reasons.append(f"{row['pair_id']}: no {missing}: {'; '.join(row['errors']) or 'not scored'}")
-        row["errors"] = " | ".join(row["errors"])
-    status = "complete" if not reasons else "partial"
-    summary = summarise(ordered, list(evaluation.metrics), len(requested), evaluation.bootstrap_resamples,
-                        evaluation.confidence, evaluation.bootstrap_seed)
-    metrics = {"status": status, "reasons": reasons, "n_requested": len(requested),
-               "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in scorers.items()},
-               "input_fingerprint": source["fingerprints"]["input"], "device": device}
-    write_csv(run_dir / "generation_sample_metrics.csv", ordered)
-    write_json(run_dir / "metrics.json", metrics)
-    write_json(run_dir / "scoring_manifest.json", {
-        "schema": "clonebench.scoring/v1", **header, "status": status, "reasons": reasons,
-        "source_run": source, "device": device, "device_warning": warning,
-        "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "scorers": scorers,
-        "cache": {"hits": cache.hits, "misses": cache.misses, "shared_dir": str(evaluation.cache_dir)},
-        "started_at": started, "finished_at": time.time()})
+    return scorers
+
+
+def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
+    """Score the generation run ``source_run`` into ``run_dir``; returns metrics.json's content."""
+    import torch
+
+    evaluation = settings.evaluation
+    started = time.time()
+    groups = groups_for(evaluation.metrics)
+    progress = ScoringProgress(run_dir, groups, source_run)  # durable: `clonebench status` reads it after a kill
+    try:
+        requested, source = load_requested(source_run, samples)
+        if evaluation.cpu_threads:
+            torch.set_num_threads(evaluation.cpu_threads)
+        warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
+        device, warning = resolve_device(evaluation.device)
+        items = [r.item for r in requested if r.item is not None]
+        cache = MetricCache(run_dir, evaluation.cache_dir)
+        rows = {r.sample.sample_id: _row(r) for r in requested}
+        progress.ready(len(items))
+        scorers = _score_groups(settings, device, items, cache, rows, groups, progress)
+        ordered = [rows[r.sample.sample_id] for r in requested]
+        reasons = []
+        for row in ordered:
+            missing = [m for m in evaluation.metrics if row.get(m) is None]
+            if missing:
+                reasons.append(f"{row['pair_id']}: no {missing}: {'; '.join(row['errors']) or 'not scored'}")
+            row["errors"] = " | ".join(row["errors"])
+        status = "complete" if not reasons else "partial"
+        summary = summarise(ordered, list(evaluation.metrics), len(requested), evaluation.bootstrap_resamples,
+                            evaluation.confidence, evaluation.bootstrap_seed)
+        metrics = {"status": status, "reasons": reasons, "n_requested": len(requested),
+                   "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in scorers.items()},
+                   "input_fingerprint": source["fingerprints"]["input"], "device": device}
+        write_csv(run_dir / "generation_sample_metrics.csv", ordered)
+        write_json(run_dir / "metrics.json", metrics)
+        write_json(run_dir / "scoring_manifest.json", {
+            "schema": "clonebench.scoring/v1", **header, "status": status, "reasons": reasons,
+            "source_run": source, "device": device, "device_warning": warning,
+            "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "scorers": scorers,
+            "cache": {"hits": cache.hits, "misses": cache.misses, "shared_dir": str(evaluation.cache_dir),
+                      "not_trusted": {g: dict(c) for g, c in cache.damaged.items()},
+                      "not_written": {g: dict(c) for g, c in cache.unwritable.items()}},
+            "started_at": started, "finished_at": time.time()})
+        progress.finish(status)  # last: a run killed before this line is reported as interrupted
+    except Exception as exc:
+        progress.fail(f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        progress.close()  # the scoring lock goes (at once, even when scoring failed)
     log.info("evaluation %s: %s", status, {m: v["mean"] for m, v in summary.items()})
     return metrics

@@ -1,5 +1,8 @@
 """Which scores count: a NaN/inf or out-of-range value, or a clip too short for its scorer, is a per-sample metric
-error with a reason (never averaged, never cached); the run is then ``partial`` with that reason."""
+error with a reason (never averaged, never cached); the run is then ``partial`` with that reason.
+
+``record_problem`` applies the same rules, plus the shape of each scorer group's values (``RECORD_VALUES``), to
+a record read back from the metric cache: a record that breaks any of them is not trusted (evaluate/cache.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,22 @@ RANGES: dict[str, tuple[float, float]] = {
     "wer_ref_words": (0.0, math.inf),
     "mcd": (0.0, math.inf),
     "stoi": (-1.0, 1.0),
+    "emotion_match": (0.0, 1.0),
+}
+BINARY = ("sva", "emotion_match")  # 0 or 1
+
+# The values each scorer group records, by kind: the metric cache trusts a stored record only when its values
+# are exactly these keys, each of its kind (and, for numbers, finite and within RANGES).
+NUMBER, COUNT, TEXT = "a finite number", "a non-negative integer", "a string"
+RECORD_VALUES: dict[str, dict[str, str]] = {
+    "ecapa": {"sim": NUMBER, "sva": NUMBER},
+    "whisper": {"hypothesis": TEXT, "wer": NUMBER, "wer_ref_words": COUNT, "wer_substitutions": COUNT,
+                "wer_deletions": COUNT, "wer_insertions": COUNT, "wer_edits": COUNT},
+    "mcd": {"mcd": NUMBER},
+    "dnsmos": {"dnsmos": NUMBER, "dnsmos_sig": NUMBER, "dnsmos_bak": NUMBER, "dnsmos_p808": NUMBER},
+    "stoi": {"stoi": NUMBER},
+    "utmos": {"mos": NUMBER},
+    "emotion": {"emotion_match": NUMBER, "emotion_target": TEXT, "emotion_generated": TEXT},
 }
 
 
@@ -26,14 +45,50 @@ def invalid_value(values: dict) -> str | None:
     for metric, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        if not math.isfinite(value):
-            return f"{metric}={value} is not finite"
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer no float can hold (e.g. 10**400 read back from a JSON file)
+            finite = False
+        if not finite:
+            return f"{metric}={value:.6g} is not finite" if isinstance(value, float) else f"{metric} is not finite"
         low, high = RANGES.get(metric, (-math.inf, math.inf))
         if not low <= value <= high:
             return f"{metric}={value} is outside [{low:g}, {high:g}]"
-    if "sva" in values and values["sva"] not in (0.0, 1.0):
-        return f"sva={values['sva']} is not 0 or 1"
+    for metric in BINARY:
+        if metric in values and values[metric] not in (0.0, 1.0):
+            return f"{metric}={values[metric]} is not 0 or 1"
     return None
+
+
+def _kind_problem(name: str, value, kind: str) -> str | None:
+    if kind == TEXT:
+        return None if isinstance(value, str) else f"{name} is not {kind}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{name} is not {kind}"
+    if kind == COUNT and (not isinstance(value, int) or value < 0):
+        return f"{name}={value!r} is not {kind}"
+    return None
+
+
+def record_problem(group: str, metrics: tuple[str, ...], values) -> str | None:
+    """Why ``values`` (read back from the metric cache for scorer ``group``, which yields ``metrics``) cannot be
+    trusted, or None. A group missing from RECORD_VALUES needs every metric, each a number or a string."""
+    if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
+        return "values are not a mapping of names to scores"
+    expected = RECORD_VALUES.get(group)
+    extra = []
+    if expected is None:  # a scorer without a declared shape: its metrics, and numbers or strings only
+        expected = {m: TEXT if isinstance(values.get(m), str) else NUMBER for m in (*metrics, *values)}
+    else:
+        extra = sorted(set(values) - set(expected))
+    missing = sorted(set(expected) - set(values))
+    if missing or extra:
+        return "values " + "; ".join(filter(None, [missing and f"lack {missing}", extra and f"have unexpected {extra}"]))
+    for name, kind in expected.items():
+        problem = _kind_problem(name, values[name], kind)
+        if problem:
+            return problem
+    return invalid_value(values)
 
 
 def checked(scorer_name: str, record: ScoreRecord) -> ScoreRecord:

@@ -109,6 +109,7 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         recorder.set_samples(samples)
         reference_rule = check_reference_durations(samples, adversary)  # before any request
         record = load_service_record(client.service_record, client.protocol)
+        adversary.use_service_record(record)
         cache = HashCache(settings.hash_cache)
         try:
             service = service_provenance(client.service_code_path, client.service_checkpoint_path,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.errors import ClonebenchError
+from clonebench.evaluate.progress import read_progress, unfinished_reason
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
 
@@ -53,6 +54,11 @@ def as_number(value) -> float | None:
 def load_run(run_dir: Path) -> ResultTable:
     """An evaluated run: generation_sample_metrics.csv + scoring_manifest.json (+ its generation run)."""
     run_dir = Path(run_dir)
+    progress = read_progress(run_dir)
+    reason = unfinished_reason(progress) if progress is not None else None
+    if reason:  # killed (or still running) while scoring: whatever files it left are not its results
+        raise ClonebenchError(f"{run_dir}: not an evaluated run: {reason}. Score it again (a new evaluate run "
+                              "reuses every score already in the metric cache); `clonebench status` shows the same")
     needed = [run_dir / n for n in ("generation_sample_metrics.csv", "scoring_manifest.json", "metrics.json")]
     missing = [p.name for p in needed if not p.is_file()]
     if missing:

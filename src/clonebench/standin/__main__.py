@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from clonebench.atomic import atomic_write_text
+from clonebench.standin.openai_api import BUILDS
 from clonebench.standin.server import StandinServer
 
 
@@ -27,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", help="JSON list of faults to queue (see clonebench.standin.faults)")
     parser.add_argument("--sticky-fault", help="JSON fault applied to every request once the queue is empty")
     parser.add_argument("--ignore-seed", action="store_true", help="accept seeds and ignore them (some vLLM-Omni versions)")
+    parser.add_argument("--vllm-build", choices=BUILDS, default="after-6553",
+                        help="--protocol openai: behave as vLLM-Omni before #5406 (extra_params sampling ignored, "
+                             "sample_rate dropped) or after #6553 (sampling applied, sample_rate refused, int64 seeds)")
     parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups")
     parser.add_argument("--port-file", type=Path, help="write the bound URL here once listening")
     parser.add_argument("--max-lifetime", type=float, default=3600.0, help="stop by itself after this many seconds")
@@ -38,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--api-key-env {args.api_key_env}: that variable is not set")
     server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
                            serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol,
-                           tone=args.tone, ignore_seed=args.ignore_seed)
+                           tone=args.tone, ignore_seed=args.ignore_seed, vllm_build=args.vllm_build)
     if args.faults:
         server.faults.add(json.loads(args.faults))
     if args.sticky_fault:

@@ -1,21 +1,33 @@
-"""The OpenAI-compatible ``/v1/audio/speech`` contract (vLLM-Omni) as the stand-in enforces it
-(shared notes, server_protocols.md section 3). JSON only; errors ``{"error": {message, type, param, code}}``;
-``ref_audio`` must be a ``data:`` URI here (the stand-in fetches no URLs; raw base64 is rejected as by vLLM);
-``ref_text`` is required with ``ref_audio``; a reference soundfile cannot decode, or outside 1-30 s, is a 400;
-``seed``, ``max_new_tokens`` and ``sample_rate`` are lax ints ("42" is 42); ``extra_params`` must be an object;
-response formats wav, pcm, flac, mp3, opus (vllm-omni 01bc417); ``GET /health`` and ``GET /v1/models``.
+"""The OpenAI-compatible ``/v1/audio/speech`` contract (vLLM-Omni serving Fish S2) as the stand-in enforces it
+(shared notes, server_protocols.md section 3 and "vLLM-Omni after 2026-06", read 2026-12-01). JSON only; errors
+``{"error": {message, type, param, code}}``; ``ref_audio`` must be a ``data:`` URI here (the stand-in fetches no
+URLs; raw base64 is rejected as by vLLM); ``ref_text`` is required with ``ref_audio``; a reference soundfile cannot
+decode, or outside 1-30 s, is a 400; ``seed`` and ``max_new_tokens`` are lax ints ("42" is 42); ``extra_params``
+must be an object; response formats wav, pcm, flac, mp3, opus (``aac`` removed, #4718); ``stream=true`` answers
+Server-Sent Events unless ``stream_format="audio"`` (#4490, #4679; streaming needs pcm or wav); ``GET /health``
+(``{"status": "healthy"}``) and ``GET /v1/models``.
+
+Two server builds (``BUILDS``; the stand-in's ``--vllm-build``):
+
+- ``before-5406`` (e.g. 01bc417, 20893221): ``sample_rate`` is not a request field (dropped like any unknown
+  field); ``extra_params`` reach only ``SamplingParams.extra_args``, which the Fish slow AR never reads: every
+  request is sampled with the deploy config's stage-0 values (``STAGE_SAMPLING``); a seed is any integer.
+- ``after-6553`` (the newest, late 2026): ``extra_params.{temperature,top_p,top_k}`` are copied into stage 0's
+  SamplingParams (#5406, 76e4a78a), ``repetition_penalty`` still is not; ``sample_rate`` is validated per model
+  and Fish refuses it with 400 (#6553); a seed must fit in int64 (#6598).
+
+The sampling a build applies changes the audio (it is mixed into the synthesis seed), as it does on a real server.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import json
 
-import numpy as np
 import soundfile as sf
-from scipy.signal import resample_poly
 
 from clonebench.standin.fish_api import HTTPFailure, media_type
 
@@ -24,6 +36,13 @@ REF_MIN_S, REF_MAX_S = 1.0, 30.0
 FORMATS = {"wav": ("WAV", "audio/wav", {}), "pcm": ("RAW", "audio/pcm", {"subtype": "PCM_16"}),
            "flac": ("FLAC", "audio/flac", {}), "mp3": ("MP3", "audio/mpeg", {}),
            "opus": ("OGG", "audio/ogg", {"subtype": "OPUS"})}
+
+STREAM_FORMATS = ("sse", "audio")
+BUILDS = ("before-5406", "after-6553")
+# vllm_omni/deploy/fish_qwen3_omni.yaml, stage 0 (the slow AR)
+STAGE_SAMPLING = {"temperature": 0.8, "top_p": 0.9, "top_k": 30, "repetition_penalty": 1.0}
+EXTRA_PARAMS_APPLIED = ("temperature", "top_p", "top_k")  # since #5406; repetition_penalty never reaches stage 0
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 MODEL_ID = "fishaudio/s2-pro"
 ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/audio/speech": ("POST",)}
@@ -73,7 +92,36 @@ def _reference(data: dict) -> list[dict]:
     return [{"audio": audio, "text": data["ref_text"]}]
 
 
-def parse(content_type: str | None, raw: bytes) -> dict:
+def _sampling(extra: dict, build: str) -> dict:
+    """The stage-0 sampling this build applies to the request."""
+    applied = dict(STAGE_SAMPLING)
+    if build == "after-6553":
+        for name in EXTRA_PARAMS_APPLIED:
+            if name in extra:
+                value = extra[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise error(400, f"extra_params.{name}: Input should be a valid number, got {value!r}",
+                                "extra_params")
+                applied[name] = value
+    return applied
+
+
+def _stream(data: dict, response_format: str) -> str | None:
+    """None for a plain answer; else how the answer streams: "sse" (the default) or "audio"."""
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise error(400, f"stream: Input should be a valid boolean, got {stream!r}", "stream")
+    if not stream:
+        return None
+    stream_format = data.get("stream_format") or "sse"
+    if stream_format not in STREAM_FORMATS:
+        raise error(400, f"stream_format: Input should be one of {list(STREAM_FORMATS)}", "stream_format")
+    if response_format not in ("pcm", "wav"):
+        raise error(400, "Streaming is only supported for response_format 'pcm' or 'wav'", "response_format")
+    return stream_format
+
+
+def parse(content_type: str | None, raw: bytes, build: str = "after-6553") -> dict:
     if media_type(content_type) != "application/json":
         raise error(400, f"Unsupported content type {content_type!r}: the body must be JSON")
     try:
@@ -91,21 +139,31 @@ def parse(content_type: str | None, raw: bytes) -> dict:
     if response_format not in FORMATS:
         raise error(400, f"response_format: Input should be one of {sorted(FORMATS)}", "response_format")
     _lax_int(data, "max_new_tokens", 1, 4096)
-    sample_rate = _lax_int(data, "sample_rate", 1)
+    if build == "after-6553" and data.get("sample_rate") is not None:  # #6553: only Qwen3-TTS accepts it
+        raise error(400, "sample_rate is not supported by the fish_speech model (only Qwen3-TTS accepts it)",
+                    "sample_rate")
+    seed = _lax_int(data, "seed", *(INT64 if build == "after-6553" else (None, None)))
     extra = data.get("extra_params")
     if extra is not None and not isinstance(extra, dict):
         raise error(400, "extra_params must be a JSON object/dict.", "extra_params")
-    return {"text": text, "references": _reference(data), "seed": _lax_int(data, "seed"), "format": response_format,
-            "streaming": False, "voice": data.get("voice", "default"), "sample_rate": sample_rate,
-            "extra_params": extra or {}}
+    return {"text": text, "references": _reference(data), "seed": seed, "format": response_format,
+            "streaming": False, "stream": _stream(data, response_format), "voice": data.get("voice", "default"),
+            "extra_params": extra or {}, "sampling": _sampling(extra or {}, build)}
 
 
-def encode(wav: bytes, response_format: str, sample_rate: int | None) -> tuple[bytes, str]:
-    """The synthesized WAV in the requested format, written with soundfile as vLLM-Omni's AudioMixin does (so opus
-    at the 44.1 kHz codec rate fails, as it does there, unless sample_rate asks for an Opus rate such as 48000)."""
+def synthesis_seed(request: dict) -> int | None:
+    """The seed the stand-in synthesizes with: the request's, mixed with the sampling the build applied (so that
+    sampling that takes effect changes the audio and sampling that does not, does not); None stays unseeded."""
+    if request["seed"] is None:
+        return None
+    mixed = json.dumps([request["seed"], request["sampling"]], sort_keys=True).encode()
+    return int.from_bytes(hashlib.sha256(mixed).digest()[:8], "big")
+
+
+def encode(wav: bytes, response_format: str) -> tuple[bytes, str]:
+    """The synthesized WAV in the requested format, written with soundfile at the model's rate as vLLM-Omni's
+    AudioMixin does (so opus at the 44.1 kHz codec rate fails, as it does there: Fish has no ``sample_rate``)."""
     samples, rate = sf.read(io.BytesIO(wav), dtype="float32")
-    if sample_rate and sample_rate != rate:
-        samples, rate = resample_poly(samples, sample_rate, rate).astype(np.float32), sample_rate
     kind, content_type, kwargs = FORMATS[response_format]
     out = io.BytesIO()
     try:
@@ -113,6 +171,15 @@ def encode(wav: bytes, response_format: str, sample_rate: int | None) -> tuple[b
     except (RuntimeError, sf.LibsndfileError, ValueError) as exc:
         raise error(500, f"Speech generation failed: {exc}") from exc
     return out.getvalue(), content_type
+
+
+def sse(body: bytes, chunk: int = 32768) -> bytes:
+    """A streamed answer as Server-Sent Events: ``speech.audio.delta`` events (base64 audio), then
+    ``speech.audio.done``."""
+    events = [{"type": "speech.audio.delta", "audio": base64.b64encode(body[i:i + chunk]).decode("ascii")}
+              for i in range(0, len(body), chunk)]
+    events.append({"type": "speech.audio.done"})
+    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
 
 
 def models() -> bytes:

@@ -43,10 +43,13 @@ class StandinServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], api_key: str | None = None, latency: float = 0.0,
                  serial: bool = True, references_dir: Path | None = None, protocol: str = "fish",
-                 tone: bool = False, ignore_seed: bool = False):
+                 tone: bool = False, ignore_seed: bool = False, vllm_build: str = "after-6553"):
         if protocol not in PROTOCOL_ROUTES:
             raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOL_ROUTES)}")
+        if vllm_build not in openai_api.BUILDS:
+            raise ValueError(f"vllm_build {vllm_build!r}: one of {openai_api.BUILDS}")
         self.protocol = protocol
+        self.vllm_build = vllm_build  # the vLLM-Omni build the openai protocol behaves as (openai_api.BUILDS)
         self.tone = tone  # load benchmarks: a cheap tone instead of eSpeak speech
         self.ignore_seed = ignore_seed  # accept `seed` and ignore it, as some vLLM-Omni versions do
         if not ipaddress.ip_address(socket.gethostbyname(address[0])).is_loopback:
@@ -157,7 +160,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
                 raise HTTPFailure(401, "Invalid or missing API key")
             if path in ("/v1/health", "/health"):
-                return self._json(200, {"status": "ok"})
+                return self._json(200, {"status": "healthy" if protocol == "openai" else "ok"})
             if path == "/v1/models":
                 return self._send(200, openai_api.models(), "application/json")
             started = time.perf_counter()
@@ -197,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.protocol == "s2cpp":
             return s2cpp_api.parse(content_type, raw)
         if self.server.protocol == "openai":
-            return openai_api.parse(content_type, raw)
+            return openai_api.parse(content_type, raw, self.server.vllm_build)
         return validate_tts(parse_body(content_type, raw))
 
     def _status_fault(self, fault: dict) -> HTTPFailure:
@@ -229,6 +232,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html>upstream proxy error</html>", "audio/wav", chunked=True)
         if self.server.ignore_seed:
             request = {**request, "seed": None}
+        if self.server.protocol == "openai":
+            request = {**request, "seed": openai_api.synthesis_seed(request)}
         audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
         if kind == "nan":
             audio = wavs.nan_wav()
@@ -250,10 +255,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
         if self.server.protocol == "openai":
             body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \
-                openai_api.encode(audio, request["format"], request.get("sample_rate"))
-            return self._send(200, body, content_type,
-                              {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
-                               "x-vllm-omni-completion-tokens": str(len(audio) // 2048)})
+                openai_api.encode(audio, request["format"])
+            headers = {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
+                       "x-vllm-omni-completion-tokens": str(len(audio) // 2048)}
+            if request["stream"] == "sse":  # stream=true without stream_format="audio": events, not audio
+                return self._send(200, openai_api.sse(body), "text/event-stream", headers, chunked=True)
+            return self._send(200, body, content_type, headers, chunked=request["stream"] == "audio")
         headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
         if request["streaming"]:  # Fish drops the WAV header when streaming: raw s16le
             return self._send(200, wavs.pcm_only(audio), "audio/wav", headers, chunked=True)
