@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "doctor": ("clonebench.cli.doctor", "check the installation and print the fix for each problem"),
     "repeat": ("clonebench.cli.repeat", "re-send a run's first requests; report byte-identical outputs"),
     "merge": ("clonebench.cli.merge_cmd", "merge a sweep's shard runs into one run"),
+    "prompts": ("clonebench.cli.prompts_cmd", "export references and texts for a model that is not a server"),
 }
 
 
