@@ -13,7 +13,7 @@ SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
     "status": ("clonebench.cli.status", "coverage, statuses and errors of a run directory"),
     "manifest": ("clonebench.cli.manifest_cmd", "sample ids, seeds and input fingerprint of a manifest"),
-    "compare": ("clonebench.cli.compare_cmd", "paired comparison of a run with a historical result set"),
+    "compare": ("clonebench.cli.compare_cmd", "compare N systems on the same pairs (paired statistics), or a run with a historical set"),
     "compare-check": ("clonebench.cli.compare_check", "exit 1 unless two runs are comparable"),
     "report": ("clonebench.cli.report_cmd", "paper table of runs (markdown, LaTeX, CSV)"),
     "plot": ("clonebench.cli.plot_cmd", "per-speaker SIM and per-utterance WER plots (PNG)"),
