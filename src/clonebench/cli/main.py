@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "repeat": ("clonebench.cli.repeat", "re-send a run's first requests; report byte-identical outputs"),
     "merge": ("clonebench.cli.merge_cmd", "merge a sweep's shard runs into one run"),
     "prompts": ("clonebench.cli.prompts_cmd", "export references and texts for a model that is not a server"),
+    "score": ("clonebench.cli.score_cmd", "score folders of WAVs made outside clonebench (one per model)"),
 }
 
 

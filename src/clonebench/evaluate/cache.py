@@ -24,8 +24,9 @@ def record_key(fingerprint: str, item: ScoreItem) -> str:
 
 
 class MetricCache:
-    def __init__(self, run_dir: Path, shared_dir: Path | None):
-        self.local = Path(run_dir) / "metric_cache"
+    def __init__(self, run_dir: Path | None, shared_dir: Path | None):
+        # run_dir None: no run-local copy (the Python API scores files, not a run)
+        self.local = Path(run_dir) / "metric_cache" if run_dir is not None else None
         self.shared = Path(shared_dir) if shared_dir else None
         self.hits = 0
         self.misses = 0
@@ -45,7 +46,7 @@ class MetricCache:
                 except (OSError, json.JSONDecodeError):
                     continue  # a damaged record is a miss, rescored and rewritten
                 if payload.get("error") is None and payload.get("key") == key:
-                    if root is not self.local:
+                    if root is not self.local and self.local is not None:
                         atomic_write_json(self._path(self.local, group, key), payload)
                     with self._count:
                         self.hits += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,39 +68,61 @@ def _score_usable(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
         return [r for item in items for r in _score_usable(scorer, [item])]
 
 
-def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
-              hash_cache: HashCache) -> tuple[dict, dict[str, ScoreRecord]]:
-    import torch
-
+def make_scorer(group: str, settings, device: str, hash_cache: HashCache) -> Scorer:
+    """The scorer of ``group`` as the run's settings configure it (not loaded yet)."""
     evaluation = settings.evaluation
     cls = scorer_class(group, evaluation.scorer_options["whisper"]["backend"])
-    scorer = cls(evaluation.scorer_options[group], device if cls.uses_gpu else "cpu", hash_cache)
+    return cls(evaluation.scorer_options[group], device if cls.uses_gpu else "cpu", hash_cache)
+
+
+def score_items(scorer: Scorer, fingerprint: str, items: list[ScoreItem], cache: MetricCache | None,
+                batch_size: int) -> tuple[dict[str, ScoreRecord], int]:
+    """Records of ``items`` by sample id (cache hits first, the rest scored in batches) and the number of hits."""
+    results: dict[str, ScoreRecord] = {}
+    todo = []
+    for item in items:
+        cached = cache.get(scorer.name, record_key(fingerprint, item)) if cache is not None else None
+        if cached is not None and checked(scorer.name, cached).ok:
+            results[item.sample_id] = cached
+        else:
+            todo.append(item)
+    with tqdm(total=len(items), initial=len(items) - len(todo), desc=f"score {scorer.name}", unit="wav") as bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            for item, record in zip(batch, _score(scorer, batch)):
+                results[item.sample_id] = record
+                if cache is not None:
+                    cache.put(scorer.name, record_key(fingerprint, item), record, fingerprint)
+            bar.update(len(batch))
+    return results, len(items) - len(todo)
+
+
+def run_group_jobs(group: str, settings, device: str, jobs: list[tuple[list[ScoreItem], MetricCache]],
+                   hash_cache: HashCache) -> list[tuple[dict, dict[str, ScoreRecord]]]:
+    """Load ``group``'s scorer once and score every job's items with it: (provenance, records) per job."""
+    import torch
+
+    scorer = make_scorer(group, settings, device, hash_cache)
     started = time.perf_counter()
     scorer.load()
     try:
-        provenance = scorer_provenance(scorer, evaluation.batch_size)
-        fingerprint = provenance["fingerprint"]
-        results: dict[str, ScoreRecord] = {}
-        todo = []
-        for item in items:
-            cached = cache.get(group, record_key(fingerprint, item))
-            if cached is not None and checked(scorer.name, cached).ok:
-                results[item.sample_id] = cached
-            else:
-                todo.append(item)
+        provenance = scorer_provenance(scorer, settings.evaluation.batch_size)
         torch.manual_seed(0)
-        with tqdm(total=len(items), initial=len(items) - len(todo), desc=f"score {group}", unit="wav") as bar:
-            for start in range(0, len(todo), evaluation.batch_size):
-                batch = todo[start:start + evaluation.batch_size]
-                for item, record in zip(batch, _score(scorer, batch)):
-                    results[item.sample_id] = record
-                    cache.put(group, record_key(fingerprint, item), record, fingerprint)
-                bar.update(len(batch))
-        provenance.update(cached=len(items) - len(todo), scored=len(todo),
-                          seconds=round(time.perf_counter() - started, 3))
-        return provenance, results
+        out = []
+        for items, cache in jobs:
+            results, hits = score_items(scorer, provenance["fingerprint"], items, cache, settings.evaluation.batch_size)
+            out.append(({**provenance, "cached": hits, "scored": len(items) - hits}, results))
+        seconds = round(time.perf_counter() - started, 3)
+        for job_provenance, _ in out:
+            job_provenance["seconds"] = seconds
+        return out
     finally:
         scorer.release()  # free (GPU) memory before the next scorer loads
+
+
+def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
+              hash_cache: HashCache) -> tuple[dict, dict[str, ScoreRecord]]:
+    return run_group_jobs(group, settings, device, [(items, cache)], hash_cache)[0]
 
 
 def _row(req: Requested) -> dict:
@@ -114,38 +137,67 @@ def _row(req: Requested) -> dict:
             "synthesis_time_s": o.synthesis_time_s if o else None, "errors": [req.problem] if req.problem else []}
 
 
+@dataclass
+class EvaluationJob:
+    """One run to score: the generation run ``source_run`` scored into ``run_dir``."""
+
+    run_dir: Path
+    source_run: Path
+    samples: list
+    header: dict
+    requested: list[Requested] = field(default_factory=list)
+    source: dict = field(default_factory=dict)
+    cache: MetricCache | None = None
+    rows: dict = field(default_factory=dict)
+    scorers: dict = field(default_factory=dict)
+
+    @property
+    def items(self) -> list[ScoreItem]:
+        return [r.item for r in self.requested if r.item is not None]
+
+
 def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
     """Score the generation run ``source_run`` into ``run_dir``; returns metrics.json's content."""
+    return run_evaluations(settings, [EvaluationJob(run_dir, source_run, samples, header)])[0]
+
+
+def run_evaluations(settings: RunSettings, jobs: list[EvaluationJob]) -> list[dict]:
+    """Score several runs with each scorer loaded once (scorer group outside, runs inside); metrics.json each."""
     import torch
 
     evaluation = settings.evaluation
     started = time.time()
-    requested, source = load_requested(source_run, samples)
+    for job in jobs:
+        job.requested, job.source = load_requested(job.source_run, job.samples)
+        job.cache = MetricCache(job.run_dir, evaluation.cache_dir)
+        job.rows = {r.sample.sample_id: _row(r) for r in job.requested}
     if evaluation.cpu_threads:
         torch.set_num_threads(evaluation.cpu_threads)
     warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
     device, warning = resolve_device(evaluation.device)
-    items = [r.item for r in requested if r.item is not None]
-    cache = MetricCache(run_dir, evaluation.cache_dir)
     hash_cache = HashCache(settings.hash_cache)
-    rows = {r.sample.sample_id: _row(r) for r in requested}
-    scorers = {}
     try:
         # single-threaded scorer groups run beside the others (evaluate/overlap.py)
         backend = evaluation.scorer_options["whisper"]["backend"]
-        for group, (provenance, results) in run_groups(
+        for group, per_job in run_groups(
                 groups_for(evaluation.metrics), lambda g: scorer_class(g, backend).runs_beside_others,
-                lambda g, hc: run_group(g, settings, device, items, cache, hc), hash_cache, settings.hash_cache,
-                lambda g: shares_cores(g, backend)):
-            scorers[group] = provenance
-            for sample_id, record in results.items():
-                if record.ok:
-                    rows[sample_id].update(record.values)
-                else:
-                    rows[sample_id]["errors"].append(f"{group}: {record.error}")
+                lambda g, hc: run_group_jobs(g, settings, device, [(j.items, j.cache) for j in jobs], hc),
+                hash_cache, settings.hash_cache, lambda g: shares_cores(g, backend)):
+            for job, (provenance, results) in zip(jobs, per_job):
+                job.scorers[group] = provenance
+                for sample_id, record in results.items():
+                    if record.ok:
+                        job.rows[sample_id].update(record.values)
+                    else:
+                        job.rows[sample_id]["errors"].append(f"{group}: {record.error}")
     finally:
         hash_cache.close()
-    ordered = [rows[r.sample.sample_id] for r in requested]
+    return [_write_outputs(settings, job, device, warning, started) for job in jobs]
+
+
+def _write_outputs(settings: RunSettings, job: EvaluationJob, device: str, warning: str | None, started: float) -> dict:
+    evaluation = settings.evaluation
+    ordered = [job.rows[r.sample.sample_id] for r in job.requested]
     reasons = []
     for row in ordered:
         missing = [m for m in evaluation.metrics if row.get(m) is None]
@@ -153,18 +205,18 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
             reasons.append(f"{row['pair_id']}: no {missing}: {'; '.join(row['errors']) or 'not scored'}")
         row["errors"] = " | ".join(row["errors"])
     status = "complete" if not reasons else "partial"
-    summary = summarise(ordered, list(evaluation.metrics), len(requested), evaluation.bootstrap_resamples,
+    summary = summarise(ordered, list(evaluation.metrics), len(job.requested), evaluation.bootstrap_resamples,
                         evaluation.confidence, evaluation.bootstrap_seed)
-    metrics = {"status": status, "reasons": reasons, "n_requested": len(requested),
-               "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in scorers.items()},
-               "input_fingerprint": source["fingerprints"]["input"], "device": device}
-    write_csv(run_dir / "generation_sample_metrics.csv", ordered)
-    write_json(run_dir / "metrics.json", metrics)
-    write_json(run_dir / "scoring_manifest.json", {
-        "schema": "clonebench.scoring/v1", **header, "status": status, "reasons": reasons,
-        "source_run": source, "device": device, "device_warning": warning,
-        "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "scorers": scorers,
-        "cache": {"hits": cache.hits, "misses": cache.misses, "shared_dir": str(evaluation.cache_dir)},
+    metrics = {"status": status, "reasons": reasons, "n_requested": len(job.requested),
+               "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in job.scorers.items()},
+               "input_fingerprint": job.source["fingerprints"]["input"], "device": device}
+    write_csv(job.run_dir / "generation_sample_metrics.csv", ordered)
+    write_json(job.run_dir / "metrics.json", metrics)
+    write_json(job.run_dir / "scoring_manifest.json", {
+        "schema": "clonebench.scoring/v1", **job.header, "status": status, "reasons": reasons,
+        "source_run": job.source, "device": device, "device_warning": warning,
+        "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "scorers": job.scorers,
+        "cache": {"hits": job.cache.hits, "misses": job.cache.misses, "shared_dir": str(evaluation.cache_dir)},
         "started_at": started, "finished_at": time.time()})
     log.info("evaluation %s: %s", status, {m: v["mean"] for m, v in summary.items()})
     return metrics

@@ -97,7 +97,7 @@ def compare_systems(systems: list[System], metrics: list[str] | None = None, bas
                                   "the same pairs with the same scorer settings and device, or pass "
                                   "--allow-incompatible to see each system's means without any ranking")
     ranked = not problems
-    order, speakers, pair_ids = pair_order(systems)
+    order, speakers, _ = pair_order(systems)
     speakers = np.asarray(speakers, dtype=object)
     pairs = _pairs_of(systems, baseline, all_pairs) if ranked else []
     result = {"schema": "clonebench.comparison/v1", "ranked": ranked, "problems": problems, "partial": partial,

@@ -10,7 +10,6 @@ are replicates of one system (e.g. one model generated with three seeds and scor
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,11 +158,3 @@ def common_metrics(systems: list[System], candidates: tuple[str, ...]) -> list[s
     """The metrics (of ``candidates``, in order) that every run scored."""
     have = [set(t.metrics_summary) for s in systems for t in s.runs]
     return [m for m in candidates if all(m in h for h in have)]
-
-
-def finite(values: np.ndarray) -> np.ndarray:
-    return np.isfinite(values) if values.size else np.zeros(values.shape, dtype=bool)
-
-
-def nan_to_none(value: float) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
