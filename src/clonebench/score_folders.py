@@ -73,6 +73,12 @@ def plan(pair_sets: list[PairSet], folders: list[Path], models: list[str] | None
     if bad or len(set(names)) != len(names):
         raise ClonebenchError(f"model names must be unique file names (letters, digits, '_', '.', '-'): {names}; "
                               "name them with --model")
+    out = Path(output).resolve()
+    for folder in folders:
+        real = Path(folder).resolve()
+        if out == real or real in out.parents or out in real.parents:
+            raise ClonebenchError(f"--output {output} and --generated {folder} overlap: the results would be written "
+                                  "among the files being scored; choose an output folder outside it")
     single = len(folders) == 1
     return [System(name, Path(folder), Path(output) if single else Path(output) / name, check_folders(pair_sets, folder))
             for name, folder in zip(names, folders)]

@@ -106,3 +106,38 @@ def test_a_folder_without_any_usable_file_is_refused(case, tmp_path, capsys):
     code = cli(["score", "--manifest", str(manifest), "--root", str(root), "--variant", "all", "--generated",
                 str(empty), "--output", str(tmp_path / "out")])
     assert code == 2 and "no usable audio for any id" in capsys.readouterr().err
+
+
+def test_processed_copies_of_the_answer_are_leaks_and_other_speech_is_not(case, tmp_path, human_speech):
+    import os
+
+    from scipy.signal import resample_poly
+
+    _, _, pair_set, _ = case
+    folder = tmp_path / "processed"
+    ids, s = pair_set.ids(), list(pair_set.samples)
+    target, rate = sf.read(str(s[0].target.path))
+    noise = np.random.default_rng(0).normal(0, 0.002, len(target))
+    _wav(folder / f"{ids[0]}.wav", 0.5 * target + noise, rate)                                  # quieter, noisy
+    _wav(folder / f"{ids[1]}.wav", resample_poly(sf.read(str(s[1].target.path))[0], 2, 3), 16000)  # resampled
+    delayed, rate2 = sf.read(str(s[2].target.path))
+    _wav(folder / f"{ids[2]}.wav", np.concatenate([np.zeros(int(0.05 * rate2)), delayed]), rate2)  # codec-like delay
+    shutil.copyfile(next(iter(human_speech["librivox"])), folder / f"{ids[3]}.wav")  # real speech, not an answer
+    shutil.copyfile(s[4].prompt.path, folder / f"{ids[4]}.wav")                       # same voice, other sentence
+    _wav(folder / f"{ids[5]}.wav", _tone())
+    shutil.copyfile(folder / f"{ids[5]}.wav", folder / f"{ids[6]}.wav")               # one file for two ids
+    os.mkfifo(folder / f"{ids[7]}.wav")                                               # never opened
+    with open(folder / f"{ids[8]}.wav", "wb") as handle:                             # sparse, over the limit
+        handle.truncate(2 * 1024 ** 3 + 1)
+    (folder / b"bad-\xff-name.wav".decode("utf-8", "surrogateescape")).write_bytes(b"x")
+    check = check_folder(folder, pair_set)
+    by_id = {f.output_id: f for f in check.files}
+    assert [by_id[ids[k]].kind for k in range(9)] == ["leak", "leak", "leak", None, None, None, None, "unreadable",
+                                                      "unreadable"]
+    assert all("processed copy" in by_id[ids[k]].problem for k in range(3))
+    assert "the same audio as the file of " + ids[5] in by_id[ids[6]].warnings[0]
+    assert "not a regular file" in by_id[ids[7]].problem and "over the" in by_id[ids[8]].problem
+    assert check.extra == ["bad-\\xff-name.wav"]
+    import json
+
+    json.dumps(check.as_dict(), ensure_ascii=False).encode("utf-8")  # writable as the run's record

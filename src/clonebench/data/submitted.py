@@ -8,32 +8,32 @@ Each id of the pair set gets one file or one problem, named by kind:
 - ``ambiguous``: both layouts exist with different bytes (rvcbench would silently take the nested one);
 - ``unreadable``: not a regular file, or not a RIFF/WAVE file soundfile can read (PCM or float);
 - ``empty``: zero bytes, or a WAV without frames; ``non_finite``: NaN or infinite samples;
-- ``leak``: the file is a hidden target recording of the set (byte-identical, as rvcbench checks; or
-  sample-identical: same rate and length, every sample within one 16-bit step, i.e. a re-encoded copy).
-  A target that is also exported as a reference is public and is not a leak.
+- ``leak``: the file is a hidden target recording (``clonebench.data.leak``: byte-identical, as rvcbench checks;
+  sample-identical; or a processed copy of its pair's target);
+- ``unreadable`` also covers a file over ``MAX_BYTES`` (not read).
 
-A usable file that is a byte copy of a reference recording is kept with a warning (it is not a clone).
-Files that match no id are listed as ``extra`` (they belong to no id, so they fail nothing). Hidden files
-(``.name``) are ignored.
+A usable file is kept with a warning when it is a byte copy of a reference recording (not a clone) or the same
+audio as another id's file. Files that match no id are listed as ``extra`` (they belong to no id, so they fail
+nothing); a name that is not valid UTF-8 is shown with escapes. Hidden files (``.name``) are ignored.
 """
 
 from __future__ import annotations
 
+import filecmp
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
-from clonebench.data.audio import EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav, to_mono, validate_wav
+from clonebench.data.audio import EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav
+from clonebench.data.leak import Targets
 from clonebench.data.pair_sets import ID_SEPARATOR, PairSet
 from clonebench.errors import ClonebenchError
 from clonebench.hashing import sha256_bytes
 from clonebench.records import Sample
 
 KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "empty", "non_finite", "leak")
-PCM16_STEP = 1.0 / 32768
+MAX_BYTES = 2 * 1024 ** 3  # larger than any speech clip a scorer reads: refused unread
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,6 @@ class FolderCheck:
                                         "sha256": f.sha256} for f in self.files if f.ok}}
 
 
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def _listing(folder: Path) -> list[str]:
     """Every non-hidden entry below ``folder`` that is not a folder, as relative POSIX paths."""
     out = []
@@ -98,59 +91,55 @@ def _listing(folder: Path) -> list[str]:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if not name.startswith("."):
-                out.append((Path(dirpath) / name).relative_to(folder).as_posix())
+                out.append(printable((Path(dirpath) / name).relative_to(folder).as_posix()))
     return out
 
 
-def _look_alike(relpath: str, pair_set: PairSet) -> tuple[str, str] | None:
+def printable(name: str) -> str:
+    """A file name as text that can be written to JSON: bytes that are not UTF-8 shown as escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _names(pair_set: PairSet) -> dict[str, tuple[str, str]]:
+    """Names a file could wrongly carry for an id -> (id, how it differs); exact keys, and casefolded ids."""
+    out: dict[str, tuple[str, str]] = {}
+    for sample in pair_set.samples:
+        oid = pair_set.output_id(sample)
+        out.setdefault(sample.pair_id, (oid, f"it is named by the pair id without the '{pair_set.task}"
+                                             f"{ID_SEPARATOR}' prefix"))
+        out.setdefault(sample.sample_id, (oid, "it is named by clonebench's sample_id, not the output id"))
+        out.setdefault("casefold:" + oid.casefold(), (oid, "its letter case differs from the id"))
+    return out
+
+
+def _look_alike(relpath: str, pair_set: PairSet, names: dict, ids: set[str]) -> tuple[str, str] | None:
     """(id, how the file's name differs) when ``relpath`` is named like one id of the set, else None."""
     path = Path(relpath)
     stems = [path.stem] + ([f"{path.parent.as_posix()}{ID_SEPARATOR}{path.stem}"] if len(path.parts) == 2 else [])
-    for sample in pair_set.samples:
-        oid = pair_set.output_id(sample)
-        for stem in stems:
-            if stem == oid:
-                return oid, f"its extension is {path.suffix or 'missing'!r}, not '.wav'"
-            if stem.casefold() == oid.casefold():
-                return oid, "its letter case differs from the id"
-            if stem == sample.pair_id:
-                return oid, f"it is named by the pair id without the '{pair_set.task}{ID_SEPARATOR}' prefix"
-            if stem == sample.sample_id:
-                return oid, "it is named by clonebench's sample_id, not the output id"
-            if ID_SEPARATOR in stem and stem.split(ID_SEPARATOR, 1)[1] == sample.pair_id:
-                return oid, f"its task prefix is {stem.split(ID_SEPARATOR, 1)[0]!r}, not {pair_set.task!r}"
+    for stem in stems:
+        if stem in ids:
+            return stem, f"its extension is {path.suffix or 'missing'!r}, not '.wav'"
+        if stem in names:
+            return names[stem]
+        if "casefold:" + stem.casefold() in names:
+            return names["casefold:" + stem.casefold()]
+        prefix, separator, pair_id = stem.partition(ID_SEPARATOR)
+        if separator and pair_id in names and names[pair_id][0].endswith(ID_SEPARATOR + pair_id):
+            return names[pair_id][0], f"its task prefix is {prefix!r}, not {pair_set.task!r}"
     return None
 
 
-class _Targets:
-    """The hidden target recordings of a pair set, for the leak check: by sha256 and by (rate, frames)."""
-
-    def __init__(self, pair_set: PairSet):
-        public = {s.prompt.sha256 for s in pair_set.samples}
-        self.by_sha = {s.target.sha256: s for s in pair_set.samples if s.target.sha256 not in public}
-        self.by_shape: dict[tuple[int, int], list[Sample]] = {}
-        for sample in self.by_sha.values():
-            try:
-                info = validate_wav(sample.target.read_bytes())
-            except (OSError, InvalidAudio):
-                continue
-            self.by_shape.setdefault((info.sample_rate, info.frames), []).append(sample)
-
-    def leak(self, sha: str, info: WavInfo, samples: np.ndarray) -> str | None:
-        if sha in self.by_sha:
-            return f"byte-identical to the hidden target recording of pair {self.by_sha[sha].pair_id}"
-        mono = to_mono(samples).astype(np.float64)
-        for target in self.by_shape.get((info.sample_rate, info.frames), []):
-            _, other = inspect_wav(target.target.read_bytes())
-            if np.max(np.abs(mono - to_mono(other).astype(np.float64))) <= PCM16_STEP * 1.001:
-                return (f"sample-identical to the hidden target recording of pair {target.pair_id} (a re-encoded "
-                        "copy of the answer)")
-        return None
-
-
-def _check_file(oid: str, sample: Sample, path: Path, targets: _Targets, references: dict[str, Sample]) -> SubmittedFile:
-    if not _regular(path):
+def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, references: dict[str, Sample]) -> SubmittedFile:
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+        size = os.stat(path).st_size if regular else 0
+    except OSError as exc:
+        return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path}: {exc.strerror}")
+    if not regular:
         return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path} is not a regular file")
+    if size > MAX_BYTES:
+        return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path} has {size} bytes, over the "
+                                                                            f"{MAX_BYTES}-byte limit: not read")
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -166,7 +155,7 @@ def _check_file(oid: str, sample: Sample, path: Path, targets: _Targets, referen
         return SubmittedFile(oid, sample, path, sha, kind="non_finite", problem=f"{path}: {exc}")
     except InvalidAudio as exc:
         return SubmittedFile(oid, sample, path, sha, kind="unreadable", problem=f"{path}: {exc}")
-    leak = targets.leak(sha, info, samples)
+    leak = targets.leak(sample, sha, info, samples)
     if leak:
         return SubmittedFile(oid, sample, path, sha, info, kind="leak", problem=f"{path} is {leak}: refused")
     warnings = ()
@@ -176,6 +165,29 @@ def _check_file(oid: str, sample: Sample, path: Path, targets: _Targets, referen
     return SubmittedFile(oid, sample, path, sha, info, warnings=warnings)
 
 
+def _same_file_content(a: Path, b: Path) -> bool:
+    """Both regular files with the same bytes (compared in chunks; a FIFO or device is never opened)."""
+    try:
+        if not (stat.S_ISREG(os.stat(a).st_mode) and stat.S_ISREG(os.stat(b).st_mode)):
+            return False
+        return filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
+def _same_audio_warnings(files: list[SubmittedFile]) -> list[SubmittedFile]:
+    """Usable files whose bytes another id's file has too get a warning naming the first such id."""
+    first: dict[str, str] = {}
+    out = []
+    for f in files:
+        if f.ok and f.sha256 in first:
+            f = replace(f, warnings=f.warnings + (f"the same audio as the file of {first[f.sha256]}",))
+        elif f.ok:
+            first[f.sha256] = f.output_id
+        out.append(f)
+    return out
+
+
 def check_folder(folder: Path, pair_set: PairSet) -> FolderCheck:
     """Match ``folder``'s files to the ids of ``pair_set`` and check each one (nothing is written)."""
     folder = Path(folder)
@@ -183,19 +195,21 @@ def check_folder(folder: Path, pair_set: PairSet) -> FolderCheck:
         raise ClonebenchError(f"generated audio folder not found: {folder} (give the folder holding <id>.wav files)")
     folder = folder.resolve()
     listing = _listing(folder)
+    present = set(listing)
     used: set[str] = set()
-    targets = _Targets(pair_set)
+    targets = Targets(pair_set)
     references = {s.prompt.sha256: s for s in pair_set.samples}
     found: dict[str, list[Path]] = {}
     for sample in pair_set.samples:
         oid = pair_set.output_id(sample)
         names = [f"{oid}.wav", f"{pair_set.task}/{sample.pair_id}.wav"]
-        found[oid] = [folder / n for n in names if n in listing]
-        used.update(n for n in names if n in listing)
+        found[oid] = [folder / n for n in names if n in present]
+        used.update(n for n in names if n in present)
     alike: dict[str, list[tuple[str, str]]] = {}
+    lookup, ids = _names(pair_set), set(pair_set.ids())
     for name in listing:
         if name not in used:
-            match = _look_alike(name, pair_set)
+            match = _look_alike(name, pair_set, lookup, ids)
             if match:
                 alike.setdefault(match[0], []).append((name, match[1]))
     files, extra_used = [], set()
@@ -212,10 +226,10 @@ def check_folder(folder: Path, pair_set: PairSet) -> FolderCheck:
                 files.append(SubmittedFile(oid, sample, kind="missing", problem=(
                     f"neither {oid}.wav nor {pair_set.task}/{sample.pair_id}.wav in {folder}")))
             continue
-        if len(paths) == 2 and paths[0].read_bytes() != paths[1].read_bytes():
+        if len(paths) == 2 and not _same_file_content(paths[0], paths[1]):
             files.append(SubmittedFile(oid, sample, kind="ambiguous", problem=(
                 f"both {paths[0].name} and {pair_set.task}/{paths[1].name} exist and differ; keep one")))
             continue
         files.append(_check_file(oid, sample, paths[0], targets, references))
     extra = [n for n in listing if n not in used and n not in extra_used]
-    return FolderCheck(folder, pair_set.task, files, extra)
+    return FolderCheck(folder, pair_set.task, _same_audio_warnings(files), extra)
