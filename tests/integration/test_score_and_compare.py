@@ -144,3 +144,22 @@ def test_other_pairs_or_another_protocol_are_refused_naming_what_differs(scored,
     assert cli(["compare", str(s / "seed1"), str(lower), "--allow-incompatible"]) == 0
     out = capsys.readouterr().out
     assert "Ranking disabled" in out and "| B − A |" not in out and "| **" not in out  # no comparison, no best
+
+
+def test_a_seed_sweep_folder_is_one_system_and_the_html_report_has_the_comparison(scored, tmp_path, capsys):
+    import shutil
+
+    s = scored["scores"]
+    sweep = tmp_path / "multirun-20261201-000000-abcd1234"  # the layout of a Hydra -m +seed=1,2 sweep
+    for job, name in enumerate(("seed1", "seed2")):
+        shutil.copytree(s / name / "espeak_demo", sweep / str(job))
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    assert cli(["compare", str(sweep), f"noclone={s / 'noclone'}", "--format", "json", "--metrics", "sim"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    first = result["metrics"]["sim"]["systems"][0]
+    assert first["runs"] == 2 and first["seed"]["runs"] == 2 and result["systems"][1]["system"] == "noclone"
+    report = tmp_path / "report"
+    assert cli(["report", *(str(s / n / "espeak_demo") for n in ("seed1", "seed2", "noclone")), "--format", "html",
+                "--output", str(report)]) == 0
+    page = (report / "index.html").read_text()
+    assert '<section id="comparison">' in page and "p (Holm)" in page and "noclone − seed1" in page

@@ -18,7 +18,7 @@ from clonebench.errors import ClonebenchError
 from clonebench.report import seed_variance
 from clonebench.report.stats import DRAWS, SEED, cluster_bootstrap, cohen_dz, holm, wins
 from clonebench.report.systems import (System, common_metrics, pair_differences, pair_order, partial_runs,
-                                       protocol_differences)
+                                       protocol_differences, replicate_notes)
 
 CANDIDATES = ("sim", "sva", "wer", "mcd", "dnsmos", "stoi", "mos", "emotion_match")
 HIGHER_IS_BETTER = {"sim": True, "sva": True, "wer": False, "mcd": False, "dnsmos": True, "stoi": True, "mos": True,
@@ -123,8 +123,9 @@ def compare_systems(systems: list[System], metrics: list[str] | None = None, bas
         result["metrics"][metric] = {"higher_is_better": higher, "systems": entries, "comparisons": comparisons,
                                      "best": best, "pooled_seed_var": pooled}
     speakers_n = len(set(speakers))
+    result["warnings"] = replicate_notes(systems)
     if speakers_n < FEW_SPEAKERS:
-        result["warnings"] = [f"only {speakers_n} speakers: a speaker-cluster bootstrap is coarse with fewer than "
-                              f"{FEW_SPEAKERS} (intervals wide or unbounded, small p-values unreachable); use more "
-                              "speakers for claims"]
+        result["warnings"].append(f"only {speakers_n} speakers: a speaker-cluster bootstrap is coarse with fewer than "
+                                  f"{FEW_SPEAKERS} (intervals wide or unbounded, small p-values unreachable); use "
+                                  "more speakers for claims")
     return result

@@ -78,6 +78,7 @@ def cluster_bootstrap(values, clusters: list[str], *, draws: int = DRAWS, seed: 
         return _scalars({**out, "se": np.full_like(mean, np.nan), "ci": None, "p_value": None})
     se = _se(sums, sizes, mean, total, g)
     c = draw_counts(g, draws, seed) if counts is None else counts
+    draws = out["draws"] = c.shape[0]
     n_star = c @ sizes                                              # (B,)
     s_star = np.einsum("bg,...g->...b", c, sums)                    # (..., B)
     m_star = s_star / n_star

@@ -73,16 +73,41 @@ def load_systems(specs: list[str]) -> list[System]:
         if not path.exists():
             raise ClonebenchError(f"{spec}: no such run or folder")
         for found_label, run_dirs in _run_dirs(path):
-            tables = [load_run(d) for d in run_dirs]
-            label = name if explicit else (found_label or tables[0].label)
+            found = system_of(name if explicit else found_label, run_dirs)
+            label = found.label
             if not explicit and label in systems:
-                label = f"{label} ({path.name})"
+                label = found.label = f"{label} ({path.name})"
             system = systems.setdefault(label, System(label))
-            for directory, table in zip(run_dirs, tables):
-                scoring = json.loads((directory / "scoring_manifest.json").read_text(encoding="utf-8"))
-                system.runs.append(table)
-                system.scorers.append(scoring.get("scorers", {}))
+            system.runs += found.runs
+            system.scorers += found.scorers
     return list(systems.values())
+
+
+def system_of(label: str | None, run_dirs: list[Path]) -> System:
+    """One system of evaluated runs (replicates); ``label`` defaults to the first run's name."""
+    tables = [load_run(d) for d in run_dirs]
+    system = System(label or tables[0].label)
+    for directory, table in zip(run_dirs, tables):
+        scoring = json.loads((Path(directory) / "scoring_manifest.json").read_text(encoding="utf-8"))
+        system.runs.append(table)
+        system.scorers.append(scoring.get("scorers", {}))
+    return system
+
+
+def replicate_notes(systems: list[System]) -> list[str]:
+    """Replicates that cannot be seed replicates: two runs of one system generated with the same seed."""
+    out = []
+    for system in systems:
+        seen: dict[tuple, int] = {}
+        for k, table in enumerate(system.runs):
+            if not table.seeded:
+                continue
+            key = (table.seed_policy, table.seed)
+            if key in seen:
+                out.append(f"{system.label}: runs {seen[key] + 1} and {k + 1} were generated with the same seed "
+                           f"{table.seed}: their difference is not seed variance")
+            seen.setdefault(key, k)
+    return out
 
 
 def pair_order(systems: list[System]) -> tuple[list[str], list[str], list[str]]:
