@@ -18,7 +18,7 @@ of that run (tested). The scorer settings come from the same configs and overrid
 (``config_name="demo"`` gives the offline wheel models; ``overrides=["evaluation.whisper.model=tiny.en"]``).
 The metric cache is optional (``cache_dir``); every model is loaded when the Evaluator is made and released by
 ``close()`` or the end of the ``with`` block. rvcbench's names ``speechmos`` and ``emotion`` are accepted for
-``mos`` and ``emotion_match``.
+``mos`` and ``emotion_match``, and ``"all"`` for every metric.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Evaluator:
         from clonebench.evaluate.device import resolve_device
         from clonebench.evaluate.phase import make_scorer, scorer_provenance
 
-        names = [metrics] if isinstance(metrics, str) else list(metrics)
+        names = list(METRICS) if metrics == "all" else [metrics] if isinstance(metrics, str) else list(metrics)
         names = list(dict.fromkeys(ALIASES.get(m, m) for m in names))
         unknown = [m for m in names if m not in METRIC_GROUPS]
         if unknown or not names:

@@ -18,6 +18,7 @@ work) is to be written next to it from the same summary (``write_summary``).
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,18 +104,17 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
 def prepare_output(system: System, request: dict, resume: bool) -> None:
     """Refuse a used output folder unless resuming the same request (naming what changed)."""
     path = system.out_dir / REQUEST
-    if resume:
+    fresh = not system.out_dir.exists() or (system.out_dir.is_dir() and not any(system.out_dir.iterdir()))
+    if resume and not fresh:  # a model that a killed batch never started is simply scored (as rvcbench does)
         if not path.is_file():
             raise ClonebenchError(f"--resume: {system.out_dir} holds no {REQUEST}; it is not a scoring output "
                                   "(drop --resume and choose a new --output)")
-        import json
-
         old = json.loads(path.read_text(encoding="utf-8"))
         changed = _differences(old, request)
         if changed:
             raise ClonebenchError(f"--resume: {system.out_dir} was scored with another request: "
                                   + "; ".join(changed[:10]) + ". Choose a new --output folder")
-    elif system.out_dir.exists() and (not system.out_dir.is_dir() or any(system.out_dir.iterdir())):
+    elif not resume and not fresh:
         raise ClonebenchError(f"{system.out_dir} exists and is not empty; choose a new --output folder "
                               "(or pass --resume to continue scoring it)")
 

@@ -94,6 +94,18 @@ def test_resume_reuses_every_score_and_refuses_another_request(scored, capsys):
     assert scoring["cache"]["misses"] == 0 and _rows(output / "espeak_demo") == before
     assert cli([*args, "evaluation.cache_dir=null", "--resume"]) == 2
     assert "scoring.overrides" in capsys.readouterr().err
+    # a batch killed before it reached a model: --resume scores that model and continues the others
+    import shutil
+
+    batch = scored["tmp"] / "batch"
+    shutil.copytree(scored["scores"], batch)
+    shutil.rmtree(batch / "seed2")
+    folders = [a for n in ("seed1", "seed2", "noclone") for a in ("--generated", str(scored["tmp"] / "outputs" / n))]
+    assert cli(["score", *scored["common"], *folders, "--output", str(batch), *SCORING, *scored["cache"],
+                "--resume"]) == 0
+    values = lambda rows: [{m: r[m] for m in ("pair_id", "sim", "sva", "wer", "mcd")} for r in rows]  # noqa: E731
+    assert values(_rows(batch / "seed2" / "espeak_demo")) == values(_rows(scored["scores"] / "seed2" / "espeak_demo"))
+    assert json.loads((batch / "comparison.json").read_text())["ranked"]
 
 
 def test_three_systems_holm_adjusted(scored, tmp_path, capsys):
