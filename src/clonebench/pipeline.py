@@ -52,7 +52,7 @@ def config_container(cfg: DictConfig) -> dict:
 
 
 def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
-    from clonebench.evaluate.inputs import source_run_dir
+    from clonebench.evaluate.inputs import is_external_folder, source_run_dir
     from clonebench.evaluate.phase import run_evaluation
     from clonebench.data.selection import load_samples
     from clonebench.generate.phase import run_generation
@@ -67,6 +67,11 @@ def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
         if settings.evaluation.generated_audio_dir is None:
             raise ConfigError(f"{source}: +vc.evaluate_only=true needs +vc.evaluation.generated_audio_dir="
                               "results/<run>/<stamp>-<id>/generated_audio")
+        if is_external_folder(settings.evaluation.generated_audio_dir):
+            from clonebench.score_folders import score_external_folder
+
+            result.evaluation = score_external_folder(settings, run_dir, header, load_samples(settings))
+            return result
         source_run = source_run_dir(settings.evaluation.generated_audio_dir)
         result.evaluation = run_evaluation(settings, run_dir, source_run, load_samples(settings), header)
         return result

@@ -13,7 +13,7 @@ SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
     "status": ("clonebench.cli.status", "coverage, statuses and errors of a run directory"),
     "manifest": ("clonebench.cli.manifest_cmd", "sample ids, seeds and input fingerprint of a manifest"),
-    "compare": ("clonebench.cli.compare_cmd", "paired comparison of a run with a historical result set"),
+    "compare": ("clonebench.cli.compare_cmd", "compare N systems on the same pairs (paired statistics), or a run with a historical set"),
     "compare-check": ("clonebench.cli.compare_check", "exit 1 unless two runs are comparable"),
     "report": ("clonebench.cli.report_cmd", "paper table of runs (markdown, LaTeX, CSV)"),
     "plot": ("clonebench.cli.plot_cmd", "per-speaker SIM and per-utterance WER plots (PNG)"),
@@ -22,6 +22,8 @@ SUBCOMMANDS = {
     "merge": ("clonebench.cli.merge_cmd", "merge a sweep's shard runs into one run"),
     "listening-test": ("clonebench.cli.listening_test_cmd", "a MOS/SMOS/CMOS/MUSHRA listening test page from runs"),
     "listening-results": ("clonebench.cli.listening_results_cmd", "scores, CIs and agreement of a listening test"),
+    "prompts": ("clonebench.cli.prompts_cmd", "export references and texts for a model that is not a server"),
+    "score": ("clonebench.cli.score_cmd", "score folders of WAVs made outside clonebench (one per model)"),
 }
 
 

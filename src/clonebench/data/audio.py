@@ -22,6 +22,14 @@ class InvalidAudio(ValueError):
     """The bytes are not a valid WAV by the rules above; the message says which rule failed."""
 
 
+class EmptyAudio(InvalidAudio):
+    """A valid WAV header with no audio frames."""
+
+
+class NonFiniteAudio(InvalidAudio):
+    """Float samples that are NaN or infinite."""
+
+
 @dataclass(frozen=True)
 class WavInfo:
     sample_rate: int
@@ -66,7 +74,7 @@ def _read(data: bytes, decode: bool) -> tuple[WavInfo, np.ndarray | None]:
             if info.sample_rate <= 0:
                 raise InvalidAudio(f"sample rate {info.sample_rate} is not positive")
             if info.frames < 1:
-                raise InvalidAudio("WAV has no audio frames")
+                raise EmptyAudio("WAV has no audio frames")
             # integer PCM cannot hold NaN or infinity: only float data needs decoding to be checked
             samples = handle.read(dtype="float32", always_2d=True) if decode or info.subtype in FLOAT_SUBTYPES else None
     except sf.LibsndfileError as exc:
@@ -76,7 +84,7 @@ def _read(data: bytes, decode: bool) -> tuple[WavInfo, np.ndarray | None]:
             raise InvalidAudio(f"WAV declares {info.frames} frames, {samples.shape[0]} could be read")
         if not np.isfinite(samples).all():
             bad = int((~np.isfinite(samples)).sum())
-            raise InvalidAudio(f"{bad} sample(s) are NaN or infinite")
+            raise NonFiniteAudio(f"{bad} sample(s) are NaN or infinite")
     return info, samples
 
 

@@ -124,8 +124,9 @@ def _check(payload: dict, key: str, fingerprint: str, item: ScoreItem, group: st
 
 
 class MetricCache:
-    def __init__(self, run_dir: Path, shared_dir: Path | None):
-        self.local = Path(run_dir) / "metric_cache"
+    def __init__(self, run_dir: Path | None, shared_dir: Path | None):
+        # run_dir None: no run-local copy (the Python API scores files, not a run)
+        self.local = Path(run_dir) / "metric_cache" if run_dir is not None else None
         self.shared = Path(shared_dir) if shared_dir else None
         self.hits = 0
         self.misses = 0
@@ -158,7 +159,7 @@ class MetricCache:
             except Damage as damage:
                 self._note(self.damaged, group, str(damage), path)
                 continue
-            if root is not self.local:
+            if root is not self.local and self.local is not None:
                 self._write(self._path(self.local, group, key), payload, group, local=True)
             with self._count:
                 self.hits += 1
@@ -174,7 +175,8 @@ class MetricCache:
             return
         values = redact_value(record.values)  # as every JSON file is written: the checksum covers what is stored
         if record_problem(group, metrics, values) is not None:
-            self._note(self.unwritable, group, "values that would not be trusted when read back", self.local / group)
+            self._note(self.unwritable, group, "values that would not be trusted when read back",
+                       (self.local or self.shared or Path(".")) / group)
             return
         key = record_key(fingerprint, item)
         payload = {"schema": SCHEMA, "key": key, "scorer_fingerprint": fingerprint, "sample_id": item.sample_id,

@@ -34,8 +34,18 @@ def source_run_dir(generated_audio_dir: Path) -> Path:
     run = path.parent if path.name == "generated_audio" else path
     if not (run / MANIFEST_NAME).is_file():
         raise ClonebenchError(f"vc.evaluation.generated_audio_dir={generated_audio_dir}: no {MANIFEST_NAME} in {run} "
-                              "(give results/<run_name>/<stamp>-<id>/generated_audio of a generation run)")
+                              "(give results/<run_name>/<stamp>-<id>/generated_audio of a generation run, or a "
+                              "folder of <id>.wav files made outside clonebench)")
     return run
+
+
+def is_external_folder(generated_audio_dir: Path) -> bool:
+    """A folder of ``<id>.wav`` files made outside clonebench: an existing folder that is not a run's
+    ``generated_audio`` (nor a run directory)."""
+    path = Path(generated_audio_dir)
+    if not path.is_dir() or path.name == "generated_audio" or (path / MANIFEST_NAME).is_file():
+        return False
+    return True
 
 
 def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Requested], dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,49 +69,75 @@ def _score_usable(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
         return [r for item in items for r in _score_usable(scorer, [item])]
 
 
-def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
-              hash_cache: HashCache, progress: ScoringProgress | None = None) -> tuple[dict, dict[str, ScoreRecord]]:
-    import torch
-
+def make_scorer(group: str, settings, device: str, hash_cache: HashCache) -> Scorer:
+    """The scorer of ``group`` as the run's settings configure it (not loaded yet)."""
     evaluation = settings.evaluation
     cls = scorer_class(group, evaluation.scorer_options["whisper"]["backend"])
-    scorer = cls(evaluation.scorer_options[group], device if cls.uses_gpu else "cpu", hash_cache)
+    return cls(evaluation.scorer_options[group], device if cls.uses_gpu else "cpu", hash_cache)
+
+
+def score_items(scorer: Scorer, fingerprint: str, items: list[ScoreItem], cache: MetricCache | None,
+                batch_size: int, progress: ScoringProgress | None = None) -> tuple[dict[str, ScoreRecord], int]:
+    """Records of ``items`` by sample id (trusted cache hits first, the rest scored in batches) and the number of
+    hits. Damaged cache records are misses, logged once per group with a count per reason."""
+    group = scorer.name
+    results: dict[str, ScoreRecord] = {}
+    todo = []
+    for item in items:
+        cached = cache.lookup(group, fingerprint, item, scorer.metrics) if cache is not None else None
+        if cached is not None:
+            results[item.sample_id] = cached
+        else:
+            todo.append(item)
+    for line in cache.report(group, damaged=True) if cache is not None else []:
+        log.warning("%s", line)
+    if progress is not None:
+        progress.start(group, fingerprint, len(items), len(items) - len(todo))
+    with tqdm(total=len(items), initial=len(items) - len(todo), desc=f"score {group}", unit="wav") as bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            for item, record in zip(batch, _score(scorer, batch)):
+                results[item.sample_id] = record
+                if cache is not None:
+                    cache.store(group, fingerprint, item, record, scorer.metrics)
+            if progress is not None:
+                progress.scored(group, len(batch))  # after the batch's records are in the cache
+            bar.update(len(batch))
+    for line in cache.report(group, damaged=False) if cache is not None else []:
+        log.warning("%s", line)
+    if progress is not None:
+        progress.done(group)
+    return results, len(items) - len(todo)
+
+
+def run_group_jobs(group: str, settings, device: str, jobs: list[tuple], hash_cache: HashCache
+                   ) -> list[tuple[dict, dict[str, ScoreRecord]]]:
+    """Load ``group``'s scorer once and score every job's items with it: (provenance, records) per job.
+    A job is ``(items, cache)`` or ``(items, cache, progress)``."""
+    import torch
+
+    scorer = make_scorer(group, settings, device, hash_cache)
     started = time.perf_counter()
     scorer.load()
     try:
-        provenance = scorer_provenance(scorer, evaluation.batch_size)
-        fingerprint = provenance["fingerprint"]
-        results: dict[str, ScoreRecord] = {}
-        todo = []
-        for item in items:
-            cached = cache.lookup(group, fingerprint, item, cls.metrics)  # damaged records are misses
-            if cached is not None:
-                results[item.sample_id] = cached
-            else:
-                todo.append(item)
-        for line in cache.report(group, damaged=True):
-            log.warning("%s", line)  # once per group, with the count per reason
-        if progress is not None:
-            progress.start(group, fingerprint, len(items), len(items) - len(todo))
+        provenance = scorer_provenance(scorer, settings.evaluation.batch_size)
         torch.manual_seed(0)
-        with tqdm(total=len(items), initial=len(items) - len(todo), desc=f"score {group}", unit="wav") as bar:
-            for start in range(0, len(todo), evaluation.batch_size):
-                batch = todo[start:start + evaluation.batch_size]
-                for item, record in zip(batch, _score(scorer, batch)):
-                    results[item.sample_id] = record
-                    cache.store(group, fingerprint, item, record, cls.metrics)
-                if progress is not None:
-                    progress.scored(group, len(batch))  # after the batch's records are in the cache
-                bar.update(len(batch))
-        for line in cache.report(group, damaged=False):
-            log.warning("%s", line)
-        if progress is not None:
-            progress.done(group)
-        provenance.update(cached=len(items) - len(todo), scored=len(todo),
-                          seconds=round(time.perf_counter() - started, 3))
-        return provenance, results
+        out = []
+        for items, cache, *rest in jobs:
+            results, hits = score_items(scorer, provenance["fingerprint"], items, cache,
+                                        settings.evaluation.batch_size, rest[0] if rest else None)
+            out.append(({**provenance, "cached": hits, "scored": len(items) - hits}, results))
+        seconds = round(time.perf_counter() - started, 3)
+        for job_provenance, _ in out:
+            job_provenance["seconds"] = seconds
+        return out
     finally:
         scorer.release()  # free (GPU) memory before the next scorer loads
+
+
+def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
+              hash_cache: HashCache, progress: ScoringProgress | None = None) -> tuple[dict, dict[str, ScoreRecord]]:
+    return run_group_jobs(group, settings, device, [(items, cache, progress)], hash_cache)[0]
 
 
 def _row(req: Requested) -> dict:
@@ -125,76 +152,114 @@ def _row(req: Requested) -> dict:
             "synthesis_time_s": o.synthesis_time_s if o else None, "errors": [req.problem] if req.problem else []}
 
 
-def _score_groups(settings: RunSettings, device: str, items: list[ScoreItem], cache: MetricCache,
-                  rows: dict[str, dict], groups: list[str], progress: ScoringProgress) -> dict[str, dict]:
-    """Every scorer group's records into ``rows``; returns each group's provenance."""
-    scorers = {}
-    hash_cache = HashCache(settings.hash_cache)
-    try:
-        # single-threaded scorer groups run beside the others (evaluate/overlap.py)
-        backend = settings.evaluation.scorer_options["whisper"]["backend"]
-        for group, (provenance, results) in run_groups(
-                groups, lambda g: scorer_class(g, backend).runs_beside_others,
-                lambda g, hc: run_group(g, settings, device, items, cache, hc, progress), hash_cache,
-                settings.hash_cache, lambda g: shares_cores(g, backend)):
-            scorers[group] = provenance
-            for sample_id, record in results.items():
-                if record.ok:
-                    rows[sample_id].update(record.values)
-                else:
-                    rows[sample_id]["errors"].append(f"{group}: {record.error}")
-    finally:
-        hash_cache.close()
-    return scorers
+@dataclass
+class EvaluationJob:
+    """One run to score: the generation run ``source_run`` scored into ``run_dir``."""
+
+    run_dir: Path
+    source_run: Path
+    samples: list
+    header: dict
+    requested: list[Requested] = field(default_factory=list)
+    source: dict = field(default_factory=dict)
+    cache: MetricCache | None = None
+    rows: dict = field(default_factory=dict)
+    scorers: dict = field(default_factory=dict)
+    progress: ScoringProgress | None = None
+
+    @property
+    def items(self) -> list[ScoreItem]:
+        return [r.item for r in self.requested if r.item is not None]
 
 
 def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
     """Score the generation run ``source_run`` into ``run_dir``; returns metrics.json's content."""
+    return run_evaluations(settings, [EvaluationJob(run_dir, source_run, samples, header)])[0]
+
+
+def run_evaluations(settings: RunSettings, jobs: list[EvaluationJob]) -> list[dict]:
+    """Score several runs with each scorer loaded once (scorer group outside, runs inside); metrics.json each.
+
+    Each run keeps a durable progress file (`clonebench status` reads it after a kill) and a scoring lock."""
     import torch
 
     evaluation = settings.evaluation
     started = time.time()
     groups = groups_for(evaluation.metrics)
-    progress = ScoringProgress(run_dir, groups, source_run)  # durable: `clonebench status` reads it after a kill
     try:
-        requested, source = load_requested(source_run, samples)
+        for job in jobs:
+            job.progress = ScoringProgress(job.run_dir, groups, job.source_run)
+        for job in jobs:
+            job.requested, job.source = load_requested(job.source_run, job.samples)
+            job.cache = MetricCache(job.run_dir, evaluation.cache_dir)
+            job.rows = {r.sample.sample_id: _row(r) for r in job.requested}
         if evaluation.cpu_threads:
             torch.set_num_threads(evaluation.cpu_threads)
         warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
         device, warning = resolve_device(evaluation.device)
-        items = [r.item for r in requested if r.item is not None]
-        cache = MetricCache(run_dir, evaluation.cache_dir)
-        rows = {r.sample.sample_id: _row(r) for r in requested}
-        progress.ready(len(items))
-        scorers = _score_groups(settings, device, items, cache, rows, groups, progress)
-        ordered = [rows[r.sample.sample_id] for r in requested]
-        reasons = []
-        for row in ordered:
-            missing = [m for m in evaluation.metrics if row.get(m) is None]
-            if missing:
-                reasons.append(f"{row['pair_id']}: no {missing}: {'; '.join(row['errors']) or 'not scored'}")
-            row["errors"] = " | ".join(row["errors"])
-        status = "complete" if not reasons else "partial"
-        summary = summarise(ordered, list(evaluation.metrics), len(requested), evaluation.bootstrap_resamples,
-                            evaluation.confidence, evaluation.bootstrap_seed)
-        metrics = {"status": status, "reasons": reasons, "n_requested": len(requested),
-                   "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in scorers.items()},
-                   "input_fingerprint": source["fingerprints"]["input"], "device": device}
-        write_csv(run_dir / "generation_sample_metrics.csv", ordered)
-        write_json(run_dir / "metrics.json", metrics)
-        write_json(run_dir / "scoring_manifest.json", {
-            "schema": "clonebench.scoring/v1", **header, "status": status, "reasons": reasons,
-            "source_run": source, "device": device, "device_warning": warning,
-            "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "scorers": scorers,
-            "cache": {"hits": cache.hits, "misses": cache.misses, "shared_dir": str(evaluation.cache_dir),
-                      "not_trusted": {g: dict(c) for g, c in cache.damaged.items()},
-                      "not_written": {g: dict(c) for g, c in cache.unwritable.items()}},
-            "started_at": started, "finished_at": time.time()})
-        progress.finish(status)  # last: a run killed before this line is reported as interrupted
+        for job in jobs:
+            job.progress.ready(len(job.items))
+        _score_groups(settings, device, jobs, groups)
+        results = [_write_outputs(settings, job, device, warning, started) for job in jobs]
     except Exception as exc:
-        progress.fail(f"{type(exc).__name__}: {exc}")
+        for job in jobs:
+            if job.progress is not None and job.progress.state.get("state") != "finished":
+                job.progress.fail(f"{type(exc).__name__}: {exc}")
         raise
     finally:
-        progress.close()  # the scoring lock goes (at once, even when scoring failed)
+        for job in jobs:
+            if job.progress is not None:
+                job.progress.close()  # the scoring lock goes (at once, even when scoring failed)
+    return results
+
+
+def _score_groups(settings: RunSettings, device: str, jobs: list[EvaluationJob], groups: list[str]) -> None:
+    """Every scorer group's records into each job's rows and provenance (``job.scorers``)."""
+    hash_cache = HashCache(settings.hash_cache)
+    try:
+        # single-threaded scorer groups run beside the others (evaluate/overlap.py)
+        backend = settings.evaluation.scorer_options["whisper"]["backend"]
+        for group, per_job in run_groups(
+                groups, lambda g: scorer_class(g, backend).runs_beside_others,
+                lambda g, hc: run_group_jobs(g, settings, device, [(j.items, j.cache, j.progress) for j in jobs], hc),
+                hash_cache, settings.hash_cache, lambda g: shares_cores(g, backend)):
+            for job, (provenance, results) in zip(jobs, per_job):
+                job.scorers[group] = provenance
+                for sample_id, record in results.items():
+                    if record.ok:
+                        job.rows[sample_id].update(record.values)
+                    else:
+                        job.rows[sample_id]["errors"].append(f"{group}: {record.error}")
+    finally:
+        hash_cache.close()
+
+
+def _write_outputs(settings: RunSettings, job: EvaluationJob, device: str, warning: str | None, started: float) -> dict:
+    evaluation = settings.evaluation
+    ordered = [job.rows[r.sample.sample_id] for r in job.requested]
+    reasons = []
+    for row in ordered:
+        missing = [m for m in evaluation.metrics if row.get(m) is None]
+        if missing:
+            reasons.append(f"{row['pair_id']}: no {missing}: {'; '.join(row['errors']) or 'not scored'}")
+        row["errors"] = " | ".join(row["errors"])
+    status = "complete" if not reasons else "partial"
+    summary = summarise(ordered, list(evaluation.metrics), len(job.requested), evaluation.bootstrap_resamples,
+                        evaluation.confidence, evaluation.bootstrap_seed)
+    metrics = {"status": status, "reasons": reasons, "n_requested": len(job.requested),
+               "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in job.scorers.items()},
+               "input_fingerprint": job.source["fingerprints"]["input"], "device": device}
+    cache = job.cache
+    write_csv(job.run_dir / "generation_sample_metrics.csv", ordered)
+    write_json(job.run_dir / "metrics.json", metrics)
+    write_json(job.run_dir / "scoring_manifest.json", {
+        "schema": "clonebench.scoring/v1", **job.header, "status": status, "reasons": reasons,
+        "source_run": job.source, "device": device, "device_warning": warning,
+        "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "scorers": job.scorers,
+        "cache": {"hits": cache.hits, "misses": cache.misses, "shared_dir": str(evaluation.cache_dir),
+                  "not_trusted": {g: dict(c) for g, c in cache.damaged.items()},
+                  "not_written": {g: dict(c) for g, c in cache.unwritable.items()}},
+        "started_at": started, "finished_at": time.time()})
+    job.progress.finish(status)  # last: a run killed before this line is reported as interrupted
     log.info("evaluation %s: %s", status, {m: v["mean"] for m, v in summary.items()})
     return metrics

@@ -24,6 +24,7 @@ class EvaluationSettings:
     bootstrap_seed: int
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
+    task: str | None = None          # vc.evaluation.task: output ids <task>__<pair_id> of an external folder
 
 
 def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
@@ -72,4 +73,5 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
         bootstrap_seed=reader.int("evaluation.bootstrap_seed", minimum=0),
         generated_audio_dir=reader.path("vc.evaluation.generated_audio_dir", None),
         scorer_options=options,
+        task=reader.str("vc.evaluation.task", None, allow_none=True),
     )

@@ -88,6 +88,15 @@ class RunRecorder:
             ttfb_s=None if attempts[-1].ttfb_s is None else round(attempts[-1].ttfb_s, 6),
             rtf=round((attempts[-1].duration_s or 0.0) / info.duration_s, 6) if attempts[-1].ttfb_s is not None else None))
 
+    def save_external(self, sample: Sample, body: bytes, info: WavInfo) -> None:
+        """Save a WAV made outside clonebench (``clonebench score``): no request, no attempt, no synthesis time."""
+        rel = sample.audio_relpath()
+        atomic_write_bytes(self.run_dir / rel, body)
+        self._set(SampleOutcome(
+            sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATED, audio_path=rel,
+            audio_sha256=sha256_bytes(body), audio_bytes=len(body), sample_rate=info.sample_rate, frames=info.frames,
+            channels=info.channels, duration_s=round(info.duration_s, 6), attempts=0))
+
     def reuse_audio(self, sample: Sample, previous: SampleOutcome, source_dir: Path) -> None:
         """Bring a verified WAV from an earlier run: hard link where possible, else copy; re-hash the result."""
         rel = sample.audio_relpath()

@@ -84,6 +84,24 @@ def _paired(views: list[RunView]) -> str:
             "<th>mean |Δ|</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
+def _comparison(views: list[RunView]) -> str:
+    """The N-system comparison (``clonebench compare``) of the runs, or why they are not compared."""
+    if len(views) < 2:
+        return ""
+    from clonebench.errors import ClonebenchError
+    from clonebench.report.compare_render import html_section
+    from clonebench.report.multi_compare import compare_systems
+    from clonebench.report.systems import system_of
+
+    labels = [v.label if [w.label for w in views].count(v.label) == 1 else f"{LETTERS[k]}: {v.label}"
+              for k, v in enumerate(views)]
+    try:
+        return html_section(compare_systems([system_of(label, [v.table.run_dir]) for label, v in zip(labels, views)],
+                                            allow_partial=True))
+    except ClonebenchError as exc:
+        return f'<section id="comparison"><h2>Comparison</h2><p>Not compared: {escape(str(exc))}</p></section>'
+
+
 def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False) -> Path:
     """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path."""
     out_dir = Path(out_dir)
@@ -109,10 +127,11 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src 'self'; media-src 'self' file:; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <title>{escape(title)}</title><style>{_static("report.css")}</style></head>
 <body><h1>{escape(title)}</h1>
-<nav><a href="#table">table</a> · <a href="#plots">plots</a> · <a href="#samples">samples</a>{' · <a href="#paired">paired deltas</a>' if len(views) == 2 else ''} · <a href="#provenance">provenance</a> · <a href="#coverage">coverage</a></nav>
+<nav><a href="#table">table</a> · <a href="#plots">plots</a> · <a href="#samples">samples</a>{' · <a href="#paired">paired deltas</a>' if len(views) == 2 else ''}{' · <a href="#comparison">comparison</a>' if len(views) >= 2 else ''} · <a href="#provenance">provenance</a> · <a href="#coverage">coverage</a></nav>
 <h2 id="table">Results</h2>{paper_table(rows)}
 <h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
 {_paired(views)}
+{_comparison(views)}
 <h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort; in the transcripts,
 <del>struck</del> words are reference words the hypothesis missed or replaced, <ins>marked</ins> words are what it said instead
 (after the run's WER normalisation).</p>

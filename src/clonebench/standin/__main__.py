@@ -1,4 +1,7 @@
-"""``python -m clonebench.standin --listen 127.0.0.1:PORT``: run the stand-in Fish server (test/demo only)."""
+"""``python -m clonebench.standin --listen 127.0.0.1:PORT``: run the stand-in Fish server (test/demo only).
+
+``python -m clonebench.standin --test-list prompts.tsv --res-dir DIR [--seed N] [--ignore-reference]``: the
+stand-in as a batch inference script instead (``clonebench.standin.batch``), writing ``DIR/<id>.wav``."""
 
 from __future__ import annotations
 
@@ -34,7 +37,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups")
     parser.add_argument("--port-file", type=Path, help="write the bound URL here once listening")
     parser.add_argument("--max-lifetime", type=float, default=3600.0, help="stop by itself after this many seconds")
+    batch = parser.add_argument_group("batch mode (no server): ZipVoice-style inference over a prompt list")
+    batch.add_argument("--test-list", type=Path, help="prompts.tsv (id, reference_text, reference_wav, text) or .lst")
+    batch.add_argument("--res-dir", type=Path, help="folder to write <id>.wav into")
+    batch.add_argument("--seed", type=int, default=0, help="varies each utterance's prosody (default %(default)s)")
+    batch.add_argument("--ignore-reference", action="store_true", help="one default voice for every line")
     args = parser.parse_args(argv)
+    if args.test_list or args.res_dir:
+        if not (args.test_list and args.res_dir):
+            parser.error("batch mode needs both --test-list and --res-dir")
+        from clonebench.standin.batch import run_batch
+
+        return run_batch(args.test_list, args.res_dir, args.seed, args.ignore_reference)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s standin %(levelname)s %(message)s")
     host, _, port = args.listen.rpartition(":")
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None

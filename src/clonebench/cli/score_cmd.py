@@ -1,0 +1,94 @@
+"""Score WAVs made outside clonebench (a folder of <id>.wav per model, as listed by ``clonebench prompts``) with
+the evaluate phase of a run: same scorers, metric cache and outputs; the run records the folder's file hashes.
+
+    clonebench score --manifest M [--root DIR] --generated DIR [--generated DIR2 ...] --output OUT
+                     [--model NAME ...] [--resume] [--check-only] [--device cpu|cuda:0]
+                     [--config-name vc|demo|...] [Hydra overrides, e.g. evaluation.metrics=[sim,wer]]
+
+Every problem (missing, wrong id, ambiguous, unreadable, empty, non-finite, leaked target, extra files) is
+printed per id before anything is scored; an id with a problem is a failed sample and the run is partial.
+With several folders each model is written to OUT/<model>/ and, when they are comparable, compared in
+OUT/comparison.{md,tex,csv,json} (``clonebench compare``). Exit status: 0 complete, 1 partial, 2 refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from clonebench.cli import pair_source
+from clonebench.redact import shown
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    pair_source.add_arguments(parser)
+    parser.add_argument("--generated", type=Path, action="append", required=True,
+                        help="folder of <id>.wav (or <task>/<pair_id>.wav) files; repeat for several models")
+    parser.add_argument("--model", action="append", help="model name per --generated folder (default: its name)")
+    parser.add_argument("--output", type=Path, required=True,
+                        help="results folder (with several models: one folder per model inside it)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an output folder scored with the same request; unchanged audio is a cache hit")
+    parser.add_argument("--check-only", action="store_true", help="check the folders, print every problem, score nothing")
+    parser.add_argument("--device", help="scoring device (sets +vc.evaluation.device)")
+    parser.add_argument("--config-name", default="vc", help="config whose evaluation settings are used (default "
+                                                            "%(default)s; demo: the offline wheel models)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the scoring settings, e.g. "
+                                                     "evaluation.metrics=[sim,sva,wer,mcd]")
+
+
+def _header(cfg, source: str, pair_sets) -> dict:
+    from clonebench.pipeline import config_container
+    from clonebench.provenance import environment_provenance
+
+    config = config_container(cfg)
+    origin = pair_sets[0].origin
+    config["dataset"] = {"name": pair_sets[0].task, "use_hf_dataset": False,
+                         "manifest_filename": origin.get("manifest"), "root_path": origin.get("root")}
+    return {"phase": "external+evaluate", "config_source": source, "config": config,
+            "provenance": environment_provenance()}
+
+
+def run(args: argparse.Namespace) -> int:
+    from clonebench.config_compose import scoring_settings
+    from clonebench.score_folders import plan, score_systems
+
+    settings, cfg, source = scoring_settings(args.config_name, args.overrides, args.device)
+    sets = pair_source.pair_sets(args)
+    systems = plan(sets, args.generated, args.model, args.output)
+    for system in systems:
+        for check in system.checks:
+            counts = check.counts()
+            print(f"{system.model} ({system.folder}), task {check.task}: {counts['usable']}/{counts['ids']} usable, "
+                  + ", ".join(f"{k} {v}" for k, v in counts.items() if v and k not in ("ids", "usable")))
+            for line in check.lines():
+                print("  " + shown(line))
+    if args.check_only:
+        return 0 if all(c.counts()["usable"] == c.counts()["ids"] for s in systems for c in s.checks) else 1
+    scoring_config = {"config_name": args.config_name, "overrides": list(args.overrides), "device": args.device,
+                      "evaluation": config_container_evaluation(cfg)}
+    summaries = score_systems(settings, _header(cfg, source, sets), sets, systems, args.resume, scoring_config)
+    for system, summary in zip(systems, summaries):
+        for task, entry in summary["tasks"].items():
+            means = ", ".join(f"{m} {v:.4f}" for m, v in entry["means"].items() if v is not None)
+            print(f"{system.model} / {task}: {entry['status']}: {means} -> {system.out_dir / task}")
+    if len(systems) > 1:
+        _compare(systems, args.output)
+    return 0 if all(s["status"] == "complete" for s in summaries) else 1
+
+
+def config_container_evaluation(cfg) -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(cfg.evaluation, resolve=True)
+
+
+def _compare(systems, output: Path) -> None:
+    from clonebench.errors import ClonebenchError
+    from clonebench.report.compare_render import write_comparison
+
+    try:
+        paths = write_comparison([f"{s.model}={s.out_dir}" for s in systems], output, formats=("md", "latex", "csv"))
+        print("comparison: " + ", ".join(str(p) for p in paths))
+    except ClonebenchError as exc:
+        print(f"no comparison written: {shown(exc)}")

@@ -1,0 +1,106 @@
+"""``clonebench prompts`` writes what rvcbench 2.2.1's ``rvcbench prompts`` writes.
+
+1. Byte for byte against the peer's own exporter (``rvcbench.benchmark.submission.export_prompts``), run offline
+   on a suite built here over the eSpeak NG demo dataset (its selection file computed with rvcbench's own
+   ``input_records`` / ``input_fingerprint``), including a transcript with a line break: prompts.jsonl equal,
+   prompts.tsv / prompts.lst equal once each side's own absolute output folder is replaced, the references equal.
+2. Field by field against onboarding-v1's libritts task for the libritts16 manifest (its audio is not here):
+   the same ids, order, texts, languages, speakers, reference names and reference hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from clonebench.cli.main import main as cli
+from clonebench.data.pair_sets import from_manifest
+from clonebench.data.prompts import batch_list, prompt_entries
+from clonebench.errors import ClonebenchError
+
+from tests.conftest import LIBRITTS16
+
+
+def _rvcbench_suite(data, suite_dir, rows):
+    from omegaconf import OmegaConf
+    from rvcbench.benchmark import submission as upstream
+    from rvcbench.benchmark.artifacts import input_fingerprint, input_records
+    from rvcbench.datasets.zero_shot import ZeroShotDataset
+
+    suite_dir.mkdir()
+    (suite_dir / "demo.metadata.json").write_text(json.dumps(rows))
+    config = OmegaConf.load(upstream.CONFIGS_DIR / "dataset" / "libritts.yaml")
+    config.update(root_path=str(data), use_hf_dataset=False, manifest_filename=str(suite_dir / "demo.metadata.json"),
+                  speaker_id=None)
+    records = input_records(ZeroShotDataset(OmegaConf.create({}), config, logging.getLogger()).get_zero_shot_samples())
+    (suite_dir / "demo.selection.json").write_text(json.dumps({
+        "input_fingerprint": input_fingerprint(records),
+        "samples": [{k: r[k] for k in ("sample_id", "prompt_sha256", "target_sha256")} for r in records]}))
+    (suite_dir / "suite.json").write_text(json.dumps({
+        "suite": "demo-v1", "version": 1, "leaderboard": False, "label": "test suite", "evaluation": {
+            "required_metrics": ["sim"]},
+        "tasks": [{"task": "espeak_demo", "dataset_config": "libritts", "hf_config_name": data.name,
+                   "manifest": "demo.metadata.json", "selection": "demo.selection.json"}]}))
+    return suite_dir / "suite.json"
+
+
+def test_prompt_files_equal_the_peer_exporter_byte_for_byte(dataset, tmp_path):
+    from rvcbench.benchmark.submission import export_prompts
+
+    rows = json.loads((dataset / "metadata.json").read_text())["pairs"]
+    rows[2]["target_text"] = "Rice is often served\n   in round bowls.\r\nTwice."  # becomes one line in the lists
+    manifest = dataset / "list.json"
+    manifest.write_text(json.dumps(rows))
+    suite = _rvcbench_suite(dataset, tmp_path / "suite", rows)
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    export_prompts(suite, theirs, data_root=dataset.parent)
+    assert cli(["prompts", "--manifest", str(manifest), "--root", str(dataset), "--output", str(ours)]) == 0
+    assert (ours / "prompts.jsonl").read_bytes() == (theirs / "prompts.jsonl").read_bytes()
+    for name in ("prompts.tsv", "prompts.lst"):
+        mine = (ours / name).read_text().replace(str(ours.resolve()), "OUT")
+        assert mine == (theirs / name).read_text().replace(str(theirs.resolve()), "OUT")
+        assert "served in round bowls. Twice." in mine
+    references = sorted(p.relative_to(theirs) for p in (theirs / "references").rglob("*") if p.is_file())
+    assert references == sorted(p.relative_to(ours) for p in (ours / "references").rglob("*") if p.is_file())
+    assert all((ours / r).read_bytes() == (theirs / r).read_bytes() for r in references)
+    targets = {r["target_sha256"] for r in rows}
+    from clonebench.hashing import sha256_file
+
+    assert not any(sha256_file(p) in targets for p in ours.rglob("*") if p.is_file())  # no answer is exported
+
+
+def test_a_separator_inside_a_text_is_refused_like_the_peer(dataset, tmp_path):
+    from rvcbench.benchmark.submission import write_batch_lists
+
+    entries = prompt_entries(from_manifest(dataset / "metadata.json", dataset))
+    entries[1]["text"] = "a | b"
+    (tmp_path / "theirs").mkdir()
+    with pytest.raises(ValueError, match="prompts.lst"):
+        write_batch_lists(entries, tmp_path / "theirs")
+    with pytest.raises(ClonebenchError, match="prompts.lst"):
+        batch_list(entries, tmp_path / "ours", "|", "prompts.lst")
+    assert batch_list(entries, tmp_path / "ours", "\t", "prompts.tsv")  # fine for the TSV
+
+
+def test_libritts16_gives_onboarding_v1_libritts_entries_field_by_field():
+    from rvcbench.benchmark.submission import load_suite, output_id, read_json
+
+    spec = load_suite("onboarding-v1")
+    task = next(t for t in spec["tasks"] if t["task"] == "libritts")
+    rows = read_json(spec["_directory"] / task["manifest"])
+    frozen = {s["pair_id"]: s for s in read_json(spec["_directory"] / task["selection"])["samples"]}
+    pair_set = from_manifest(LIBRITTS16, None, verify_audio=False)  # audio hashes as declared
+    assert pair_set.task == "libritts"
+    entries = prompt_entries(pair_set)
+    assert [e["pair_id"] for e in entries] == [r["pair_id"] for r in rows]
+    for entry, row, sample in zip(entries, rows, pair_set.samples):
+        expected = frozen[row["pair_id"]]
+        assert entry == {"id": output_id("libritts", row["pair_id"]), "task": "libritts", "pair_id": row["pair_id"],
+                         "speaker_id": str(row["speaker_id"]),
+                         "reference_audio": f"references/libritts/{row['pair_id']}.wav",
+                         "reference_sha256": expected["prompt_sha256"], "reference_text": row["prompt_text"],
+                         "text": row["target_text"], "language": row["target_language"],
+                         "output_file": f"libritts/{row['pair_id']}.wav"}
+        assert sample.sample_id == expected["sample_id"]
