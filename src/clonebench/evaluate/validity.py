@@ -16,6 +16,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "wer": (0.0, math.inf),
     "wer_edits": (0.0, math.inf),
     "wer_ref_words": (0.0, math.inf),
+    "cer": (0.0, math.inf),
+    "cer_edits": (0.0, math.inf),
+    "cer_ref_chars": (0.0, math.inf),
     "mcd": (0.0, math.inf),
     "stoi": (-1.0, 1.0),
 }
