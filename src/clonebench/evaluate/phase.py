@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from clonebench.data.identity import digest
 from clonebench.evaluate.aggregate import summarise
+from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 from clonebench.evaluate.cache import MetricCache, record_key
 from clonebench.evaluate.device import execution, resolve_device
@@ -75,7 +76,13 @@ def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: 
     cls = scorer_class(group, evaluation.scorer_options["whisper"]["backend"])
     scorer = cls(evaluation.scorer_options[group], device if cls.uses_gpu else "cpu", hash_cache)
     started = time.perf_counter()
-    scorer.load()
+    try:
+        scorer.load()
+    except AssetError as exc:
+        scorer.release()
+        if getattr(cls, "verified", True):
+            raise
+        return not_run(scorer, exc, items)
     try:
         provenance = scorer_provenance(scorer, evaluation.batch_size)
         fingerprint = provenance["fingerprint"]
@@ -100,6 +107,17 @@ def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: 
         return provenance, results
     finally:
         scorer.release()  # free (GPU) memory before the next scorer loads
+
+
+def not_run(scorer: Scorer, exc: AssetError, items: list[ScoreItem]) -> tuple[dict, dict[str, ScoreRecord]]:
+    """An unverified scorer (UTMOS, emotion) whose assets were not given: the other metrics are scored, each item
+    gets an error naming it, and the run is ``partial`` (a requested metric is never dropped silently)."""
+    reason = f"{scorer.name} scorer not run: it is unverified and its assets were not given ({exc})"
+    log.warning(reason)
+    provenance = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
+                  "status": "not_run", "reason": reason, "verified_scorer": False, "fingerprint": None}
+    return provenance, {item.sample_id: ScoreRecord(item.sample_id, error="scorer not run (assets not given)")
+                        for item in items}
 
 
 def _row(req: Requested) -> dict:
@@ -130,9 +148,11 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
     hash_cache = HashCache(settings.hash_cache)
     rows = {r.sample.sample_id: _row(r) for r in requested}
     scorers = {}
+    backend = evaluation.scorer_options["whisper"]["backend"]
+    for group in groups_for(evaluation.metrics):  # missing packages or programs: refused before any scoring
+        scorer_class(group, backend).preflight(evaluation.scorer_options[group])
     try:
         # single-threaded scorer groups run beside the others (evaluate/overlap.py)
-        backend = evaluation.scorer_options["whisper"]["backend"]
         for group, (provenance, results) in run_groups(
                 groups_for(evaluation.metrics), lambda g: scorer_class(g, backend).runs_beside_others,
                 lambda g, hc: run_group(g, settings, device, items, cache, hc), hash_cache, settings.hash_cache,
@@ -146,7 +166,8 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
     finally:
         hash_cache.close()
     ordered = [rows[r.sample.sample_id] for r in requested]
-    reasons = []
+    not_scored = {g: p["reason"] for g, p in scorers.items() if p.get("status") == "not_run"}
+    reasons = list(not_scored.values())
     for row in ordered:
         missing = [m for m in evaluation.metrics if row.get(m) is None]
         if missing:
@@ -155,7 +176,7 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
     status = "complete" if not reasons else "partial"
     summary = summarise(ordered, list(evaluation.metrics), len(requested), evaluation.bootstrap_resamples,
                         evaluation.confidence, evaluation.bootstrap_seed)
-    metrics = {"status": status, "reasons": reasons, "n_requested": len(requested),
+    metrics = {"status": status, "reasons": reasons, "n_requested": len(requested), "scorers_not_run": not_scored,
                "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in scorers.items()},
                "input_fingerprint": source["fingerprints"]["input"], "device": device}
     write_csv(run_dir / "generation_sample_metrics.csv", ordered)
