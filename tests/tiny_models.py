@@ -111,3 +111,21 @@ def write_tiny_emotion(folder: Path, base: Path) -> dict[str, str]:
         (base / name).write_text('{"note": "test stand-in for facebook/wav2vec2-base"}')
     return {name: sha256_file(folder / name) for name in
             ("custom_interface.py", "hyperparams.yaml", "label_encoder.txt", "wav2vec2.ckpt", "model.ckpt")}
+
+
+def write_tiny_whisper(path: Path) -> Path:
+    """A tiny RANDOMLY INITIALISED openai-whisper checkpoint in whisper's own format (dims + state dict), seeded:
+    it checks code paths (loading, locking, windowing, decoding), never recognition. The special tokens' output rows
+    are zeroed so that it emits text."""
+    import torch
+    from whisper.model import ModelDimensions, Whisper
+
+    dims = ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=2, n_audio_layer=1,
+                           n_vocab=51865, n_text_ctx=448, n_text_state=64, n_text_head=2, n_text_layer=1)
+    torch.manual_seed(0)
+    model = Whisper(dims)
+    with torch.no_grad():
+        model.decoder.token_embedding.weight[50257:] = 0.0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
+    return path

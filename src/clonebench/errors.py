@@ -39,3 +39,7 @@ class ResumeError(ClonebenchError):
 
 class JournalError(ClonebenchError):
     """The sample journal is corrupt before its last line."""
+
+
+class DependencyError(ClonebenchError):
+    """A pinned package or program that a scoring rule needs is missing or another version; names the fix."""

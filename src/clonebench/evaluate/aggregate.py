@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-SCALAR_METRICS = ("sim", "sva", "wer", "mcd", "dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi")
+SCALAR_METRICS = ("sim", "sva", "wer", "cer", "mcd", "dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi")
 
 
 def bootstrap_ci(values: list[float], resamples: int, confidence: float, seed: int) -> list[float] | None:
@@ -30,11 +30,12 @@ def summarise(rows: list[dict], requested_metrics: list[str], n_requested: int, 
                  "n_requested": n_requested,
                  "ci": bootstrap_ci(values, resamples, confidence, seed),
                  "ci_method": f"utterance bootstrap, {resamples} resamples, {confidence:.0%}, seed {seed}"}
-        if metric == "wer":
-            valid = [r for r in rows if isinstance(r.get("wer"), (int, float))]
-            edits, words = sum(r["wer_edits"] for r in valid), sum(r["wer_ref_words"] for r in valid)
-            entry["mean_utterance_wer"] = entry["mean"]
-            entry["corpus_wer"] = edits / words if words else None
-            entry["corpus_wer_definition"] = "sum of edits / sum of reference words"
+        if metric in ("wer", "cer"):
+            unit = "words" if metric == "wer" else "chars"
+            valid = [r for r in rows if isinstance(r.get(metric), (int, float))]
+            edits, tokens = sum(r[f"{metric}_edits"] for r in valid), sum(r[f"{metric}_ref_{unit}"] for r in valid)
+            entry[f"mean_utterance_{metric}"] = entry["mean"]
+            entry[f"corpus_{metric}"] = edits / tokens if tokens else None
+            entry[f"corpus_{metric}_definition"] = f"sum of edits / sum of reference {unit}"
         out[metric] = entry
     return out

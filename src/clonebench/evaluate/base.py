@@ -63,6 +63,11 @@ class Scorer(ABC):
         self.device = device
         self.hash_cache = hash_cache
 
+    @classmethod
+    def preflight(cls, options: dict[str, Any]) -> None:
+        """Raise a ClonebenchError naming the fix when a package or program the scorer needs is missing; called
+        for every requested scorer before any scoring starts. Nothing to check by default."""
+
     @abstractmethod
     def version(self) -> str: ...
 

@@ -10,7 +10,8 @@ from clonebench.atomic import atomic_write_json, atomic_write_text
 
 COLUMNS = ["sample_id", "pair_id", "speaker_id", "generation_status", "generated_audio", "generated_sha256",
            "target_audio", "target_sha256", "target_text", "language", "hypothesis", "sim", "sva", "wer",
-           "wer_edits", "wer_ref_words", "wer_substitutions", "wer_deletions", "wer_insertions", "mcd", "dnsmos",
+           "wer_edits", "wer_ref_words", "wer_substitutions", "wer_deletions", "wer_insertions", "cer", "cer_edits",
+           "cer_ref_chars", "cer_substitutions", "cer_deletions", "cer_insertions", "text_rule", "mcd", "dnsmos",
            "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi", "mos", "emotion_match", "emotion_target",
            "emotion_generated", "generated_duration_s", "target_duration_s",
            "synthesis_time_s", "errors"]

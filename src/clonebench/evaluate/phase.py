@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from clonebench.data.identity import digest
 from clonebench.evaluate.aggregate import summarise
+from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.device import execution, resolve_device
@@ -118,7 +119,13 @@ def run_group_jobs(group: str, settings, device: str, jobs: list[tuple], hash_ca
 
     scorer = make_scorer(group, settings, device, hash_cache)
     started = time.perf_counter()
-    scorer.load()
+    try:
+        scorer.load()
+    except AssetError as exc:
+        scorer.release()
+        if getattr(type(scorer), "verified", True):
+            raise
+        return [not_run(scorer, exc, items, *rest) for items, cache, *rest in jobs]
     try:
         provenance = scorer_provenance(scorer, settings.evaluation.batch_size)
         torch.manual_seed(0)
@@ -133,6 +140,21 @@ def run_group_jobs(group: str, settings, device: str, jobs: list[tuple], hash_ca
         return out
     finally:
         scorer.release()  # free (GPU) memory before the next scorer loads
+
+
+def not_run(scorer: Scorer, exc: AssetError, items: list[ScoreItem], progress: ScoringProgress | None = None
+            ) -> tuple[dict, dict[str, ScoreRecord]]:
+    """An unverified scorer (UTMOS, emotion) whose assets were not given: the other metrics are scored, each item
+    gets an error naming it, and the run is ``partial`` (a requested metric is never dropped silently)."""
+    reason = f"{scorer.name} scorer not run: it is unverified and its assets were not given ({exc})"
+    log.warning(reason)
+    if progress is not None:
+        progress.start(scorer.name, None, len(items), 0)
+        progress.done(scorer.name)
+    provenance = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
+                  "status": "not_run", "reason": reason, "verified_scorer": False, "fingerprint": None}
+    return provenance, {item.sample_id: ScoreRecord(item.sample_id, error="scorer not run (assets not given)")
+                        for item in items}
 
 
 def run_group(group: str, settings, device: str, items: list[ScoreItem], cache: MetricCache,
@@ -197,6 +219,9 @@ def run_evaluations(settings: RunSettings, jobs: list[EvaluationJob]) -> list[di
             torch.set_num_threads(evaluation.cpu_threads)
         warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
         device, warning = resolve_device(evaluation.device)
+        backend = evaluation.scorer_options["whisper"]["backend"]
+        for group in groups:  # missing packages or programs: refused before any scoring
+            scorer_class(group, backend).preflight(evaluation.scorer_options[group])
         for job in jobs:
             job.progress.ready(len(job.items))
         _score_groups(settings, device, jobs, groups)
@@ -237,7 +262,8 @@ def _score_groups(settings: RunSettings, device: str, jobs: list[EvaluationJob],
 def _write_outputs(settings: RunSettings, job: EvaluationJob, device: str, warning: str | None, started: float) -> dict:
     evaluation = settings.evaluation
     ordered = [job.rows[r.sample.sample_id] for r in job.requested]
-    reasons = []
+    not_scored = {g: p["reason"] for g, p in job.scorers.items() if p.get("status") == "not_run"}
+    reasons = list(not_scored.values())
     for row in ordered:
         missing = [m for m in evaluation.metrics if row.get(m) is None]
         if missing:
@@ -246,7 +272,7 @@ def _write_outputs(settings: RunSettings, job: EvaluationJob, device: str, warni
     status = "complete" if not reasons else "partial"
     summary = summarise(ordered, list(evaluation.metrics), len(job.requested), evaluation.bootstrap_resamples,
                         evaluation.confidence, evaluation.bootstrap_seed)
-    metrics = {"status": status, "reasons": reasons, "n_requested": len(job.requested),
+    metrics = {"status": status, "reasons": reasons, "n_requested": len(job.requested), "scorers_not_run": not_scored,
                "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in job.scorers.items()},
                "input_fingerprint": job.source["fingerprints"]["input"], "device": device}
     cache = job.cache

@@ -14,7 +14,7 @@ SCORERS: dict[str, str] = {
     "utmos": "clonebench.evaluate.scorers.utmos:UTMOSScorer",
     "emotion": "clonebench.evaluate.scorers.emotion:EmotionScorer",
 }
-METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
+METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "cer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
                  "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion"}
 WER_BACKENDS = ("openai_whisper", "faster_whisper")
 

@@ -59,14 +59,14 @@ class BatchedDNSMOS:
         return score(self, audio)
 
 
-def windows(audio: np.ndarray, fs: int = SR) -> tuple[np.ndarray, np.ndarray]:
-    """speechmos's 9.01 s windows of ``audio`` (repeated while shorter): the distinct ones, stacked
-    (n, 144160), and for each of speechmos's windows the row that holds it.
+def window_plan(audio: np.ndarray, fs: int = SR) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray]:
+    """speechmos's 9.01 s windows of ``audio`` (repeated while shorter), as bounds instead of copies: the audio they
+    cut from, the (start, stop) of each distinct window, and for each of speechmos's windows the distinct one it is.
 
     A clip shorter than 9.01 s is repeated whole, so the result is periodic in its length: windows whose
     start offsets agree modulo that length are the same samples (a 2 s clip's 7 windows are 2 distinct
-    ones) and are computed once; each still counts once per window in the mean, as in speechmos.
-    """
+    ones) and are computed once; each still counts once per window in the mean, as in speechmos. Bounds, not a
+    stack: a 5-minute clip has 291 windows (168 MB as float32), and only a call's worth is ever materialised."""
     if len(audio) == 0:
         raise ValueError("DNSMOS needs at least one sample of audio (speechmos would loop forever on an empty clip)")
     period = len(audio)
@@ -75,20 +75,26 @@ def windows(audio: np.ndarray, fs: int = SR) -> tuple[np.ndarray, np.ndarray]:
     while len(audio) < len_samples:
         audio = np.append(audio, audio)
     num_hops = int(np.floor(len(audio) / fs) - INPUT_LENGTH) + 1
-    rows: dict[int, int] = {}
-    segments, index = [], []
+    rows: dict[tuple[int, int], int] = {}
+    bounds, index = [], []
     for idx in range(num_hops):
         start, stop = int(idx * fs), int((idx + INPUT_LENGTH) * fs)
         if min(stop, len(audio)) - start < len_samples:
             continue
         key = (start % period if repeated else start, stop - start)
         if key not in rows:
-            rows[key] = len(segments)
-            segments.append(audio[start:stop])
+            rows[key] = len(bounds)
+            bounds.append((start, stop))
         index.append(rows[key])
-    if not segments:
+    if not bounds:
         raise ValueError("DNSMOS found no full 9.01 s window in the clip")
-    return np.stack(segments), np.asarray(index)
+    return audio, bounds, np.asarray(index)
+
+
+def windows(audio: np.ndarray, fs: int = SR) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct windows of ``window_plan`` stacked (n, 144160), and the index of each of speechmos's windows."""
+    audio, bounds, index = window_plan(audio, fs)
+    return np.stack([audio[a:b] for a, b in bounds]), index
 
 
 def p808_features(segments: np.ndarray) -> np.ndarray:
@@ -105,14 +111,18 @@ def score(model, audio: np.ndarray) -> dict[str, float]:
     loads the file itself) there is no [-1, 1] range check: a float WAV louder than full scale scores as there."""
     from clonebench.evaluate.overlap import map_items
 
-    segments, index = windows(audio)
+    audio, bounds, index = window_plan(audio)
+
+    def stacked(first: int, count: int) -> np.ndarray:  # windows first..first+count-1, copied only now
+        return np.stack([audio[a:b] for a, b in bounds[first:first + count]])
+
     step = P808_WINDOWS_PER_CALL
-    p808 = np.concatenate([model.p808_onnx_sess.run(None, {"input_1": p808_features(segments[k:k + step])})[0]
-                           for k in range(0, len(segments), step)])[index, 0]
+    p808 = np.concatenate([model.p808_onnx_sess.run(None, {"input_1": p808_features(stacked(k, step))})[0]
+                           for k in range(0, len(bounds), step)])[index, 0]
     # the 9 s model: WINDOWS_PER_CALL distinct windows per call, calls spread over the spare cores
-    rows = segments.astype(np.float32)
-    calls = [rows[k:k + WINDOWS_PER_CALL] for k in range(0, len(rows), WINDOWS_PER_CALL)]
-    raw = np.concatenate(map_items(lambda c: model.onnx_sess.run(None, {"input_1": c})[0], calls))
+    calls = list(range(0, len(bounds), WINDOWS_PER_CALL))
+    raw = np.concatenate(map_items(lambda k: model.onnx_sess.run(
+        None, {"input_1": stacked(k, WINDOWS_PER_CALL).astype(np.float32)})[0], calls))
     raw = raw[index]
     sig, bak, ovr = P_SIG(raw[:, 0]), P_BAK(raw[:, 1]), P_OVR(raw[:, 2])
     return {"ovrl_mos": float(np.mean(ovr)), "sig_mos": float(np.mean(sig)), "bak_mos": float(np.mean(bak)),

@@ -80,7 +80,11 @@ class EmotionScorer(Scorer):
         elif self.options.get("allow_hub", True):
             from huggingface_hub import snapshot_download
 
-            base = Path(snapshot_download(BASE_ID, revision=BASE_REVISION, allow_patterns=list(BASE_FILES)))
+            try:
+                base = Path(snapshot_download(BASE_ID, revision=BASE_REVISION, allow_patterns=list(BASE_FILES)))
+            except Exception as exc:  # offline, no such revision: the assets were not given
+                raise AssetError(f"{BASE_ID}@{BASE_REVISION} could not be fetched ({type(exc).__name__}); give "
+                                 "evaluation.emotion.base_dir") from exc
             self._base_source = f"hub:{BASE_ID}@{BASE_REVISION}"
         else:
             raise AssetError(f"{BASE_ID}: no evaluation.emotion.base_dir and allow_hub is false; give the folder "

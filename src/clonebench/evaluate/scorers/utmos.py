@@ -88,12 +88,16 @@ class UTMOSScorer(Scorer):
             raise AssetError(f"{REPO}: no evaluation.utmos.local_dir and allow_hub is false; give a local checkout "
                              f"with {WEIGHTS}")
         self.lock()  # refuse before downloading anything when there is no lock
-        torch.hub.load(f"{REPO}:{REVISION}", ENTRY, trust_repo=True, pretrained=False)  # fetches the pinned code
-        code = Path(torch.hub.get_dir()) / f"{REPO.replace('/', '_')}_{REVISION}"
-        cached = Path(torch.hub.get_dir()) / "checkpoints" / WEIGHTS
-        if not cached.is_file():
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            torch.hub.download_url_to_file(WEIGHTS_URL, str(cached), progress=False)
+        try:
+            torch.hub.load(f"{REPO}:{REVISION}", ENTRY, trust_repo=True, pretrained=False)  # fetches the pinned code
+            code = Path(torch.hub.get_dir()) / f"{REPO.replace('/', '_')}_{REVISION}"
+            cached = Path(torch.hub.get_dir()) / "checkpoints" / WEIGHTS
+            if not cached.is_file():
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                torch.hub.download_url_to_file(WEIGHTS_URL, str(cached), progress=False)
+        except Exception as exc:  # offline: the assets were not given
+            raise AssetError(f"{REPO}@{REVISION} or {WEIGHTS} could not be fetched ({type(exc).__name__}); give "
+                             "evaluation.utmos.local_dir") from exc
         return code, Path(weights) if weights else cached, f"hub:{REPO}@{REVISION} + {WEIGHTS_URL}"
 
     def load(self) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from pathlib import Path
 
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
-from clonebench.evaluate.wer_text import utterance_wer
+from clonebench.evaluate import transcript
 
 # transcribe() settings of the historical protocol: greedy, no temperature fallback, no conditioning
 DECODING = "greedy temperature=0 (no fallback) condition_on_previous_text=False without_timestamps=True"
@@ -23,11 +24,19 @@ def skip_as_silence(no_speech_prob: float, avg_logprob: float) -> bool:
 
 
 class WhisperScorer(Scorer):
-    metrics = ("wer",)
+    metrics = ("wer", "cer")
     needs_reference = False
     needs_text = True
     uses_gpu = True
     sample_rate = 16_000
+
+    @classmethod
+    def preflight(cls, options: dict) -> None:
+        transcript.check_requirements()  # the pinned Chinese converter and segmenter, before any scoring
+
+    @classmethod
+    def source_files(cls) -> list[Path]:
+        return [*super().source_files(), Path(__file__), *transcript.source_files()]
 
     @abstractmethod
     def model_description(self) -> str: ...
@@ -37,19 +46,20 @@ class WhisperScorer(Scorer):
 
     def protocol(self) -> dict:
         return {"backend": self.backend, "model": self.options["model"], "weights_sha256": self.weights_sha256(),
-                "decoding": DECODING, "normalisation": self.options["normalisation"]}
+                "decoding": DECODING, "normalisation": self.options["normalisation"],
+                "text": transcript.protocol(self.options["normalisation"])}
 
     @abstractmethod
     def weights_sha256(self) -> str: ...
 
     def version(self) -> str:
         return (f"{self.model_description()}; {DECODING}; language from the pair; jiwer per utterance after "
-                f"{self.options['normalisation']}; v1")
+                f"{self.options['normalisation']} ({transcript.VERSION}); v1")
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         records = []
         for item, hypothesis in zip(items, self.transcribe_batch(items)):
-            values = {"hypothesis": hypothesis, **utterance_wer(item.target_text, hypothesis,
-                                                                self.options["normalisation"])}
+            values = transcript.score_transcript(item.target_text, hypothesis, whisper_language(item.language),
+                                                 self.options["normalisation"])
             records.append(ScoreRecord(item.sample_id, values))
         return records
