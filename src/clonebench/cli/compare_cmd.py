@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--historical", type=Path, default=DEFAULT_HISTORICAL, help="default: %(default)s")
     parser.add_argument("--metrics", default=",".join(PAIRED_METRICS), help="default: %(default)s")
     parser.add_argument("--output", type=Path, help="write the comparison as JSON here")
+    parser.add_argument("--allow-mixed-precision", action="store_true",
+                        help="compare scores computed in different precisions (e.g. float16 on a GPU vs float32)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if source is None:
         raise ClonebenchError("give a run directory or --current TABLE")
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-    result = compare(load_plain(source), load_plain(args.historical), metrics)
+    result = compare(load_plain(source), load_plain(args.historical), metrics, args.allow_mixed_precision)
     if args.output:
         atomic_write_json(args.output, result)
     print(f"{result['current']} vs {result['historical']} ({result['checks']['inputs']['pair_ids']} pairs; inputs "
@@ -43,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
         ci = f"[{m['delta_ci95'][0]:+.4f}, {m['delta_ci95'][1]:+.4f}]"
         print(f"{metric:<6} {m['current_mean']:>9.4f} {m['historical_mean']:>10.4f} {m['paired_mean_delta']:>+9.4f} "
               f"{m['mean_abs_delta']:>9.4f} {ci:>28}")
+    for metric, check in result["checks"]["protocols"].items():
+        if "precision" in check:
+            print(f"note: {metric}: {check}")
     for note in result["historical_limits"] or []:
         print(f"note: {note}")
     return 0
