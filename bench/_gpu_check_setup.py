@@ -56,8 +56,12 @@ def install_pack(pack: Path | None, work: Path) -> list[str]:
         site = work / "site"
         wheels = sorted(str(p) for p in (pack / "wheels").glob("*.whl"))
         if importlib.util.find_spec("pip") is not None:
-            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
-                            "--no-deps", "--target", str(site), *wheels], check=True)
+            installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                        "--no-index", "--no-deps", "--target", str(site), *wheels])
+            if installed.returncode != 0:
+                raise SystemExit(f"the pack's wheels do not install on Python {sys.version.split()[0]}: build the pack "
+                                 f"for it (PACK_PYTHON={sys.version_info.major}.{sys.version_info.minor} bash "
+                                 "bench/gpu_check_pack.sh DIR)")
         else:  # no pip on the box: a wheel is a zip of its site-packages files (none of these has scripts to run)
             import zipfile
 

@@ -5,8 +5,9 @@ the 2-core machine: >= 1.8x), with the values of every pair identical across wor
 Distinct WAVs are made from real LibriVox speech (pocketsphinx-testdata: each clip at several gains, each with its
 own faint noise), each paired with another clip as its target. Every worker is started and has loaded the scorer
 before the clock starts (``CpuPool.warm_up``), so the ratio is the scoring throughput; start-up is printed apart.
-The workers' CPU seconds for the scoring (from /proc) are printed too: on a machine whose cores other jobs keep
-busy the wall ratio says little, while equal CPU seconds for 1 and 2 workers say the work splits without overhead.
+The workers' CPU seconds for the scoring (from /proc) are printed too, and a control: the same pure-Python loop in
+1 and in 2 processes at once (``machine_two_process_scaling``; 2.0 on two free cores). On a machine whose cores
+other jobs keep busy that control, not the pool, bounds the ratio.
 
     python bench/cpu_pool.py [--pairs 24] [--groups mcd,dnsmos,stoi] [--workers 1,2]
 """
@@ -46,6 +47,26 @@ def pairs(count: int, folder: Path):
         sf.write(str(path), y, rate, subtype="PCM_16")
         wavs.append((path, texts[source.stem]))
     return [score_item(path, wavs[(k + 3) % count][0], text, sample_id=f"{k:03d}") for k, (path, text) in enumerate(wavs)]
+
+
+def _spin(n: int) -> float:
+    started = time.perf_counter()
+    total = 0
+    for i in range(n):
+        total += i
+    return time.perf_counter() - started
+
+
+def machine_scaling(n: int = 20_000_000) -> float:
+    """Throughput of 2 processes running a pure-Python loop at once vs 1 alone (2.0 = two free cores)."""
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_spin, [1000, 1000]))  # both started
+        alone = pool.submit(_spin, n).result()
+        together = max(pool.map(_spin, [n, n]))
+    return round(2 * alone / together, 2)
 
 
 def worker_cpu_seconds(pool) -> float:
@@ -91,7 +112,9 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2")
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
-    report = {"cores": len(os.sched_getaffinity(0)), "pairs": args.pairs, "load_average": os.getloadavg()}
+    report = {"cores": len(os.sched_getaffinity(0)), "pairs": args.pairs, "load_average": os.getloadavg(),
+              "machine_two_process_scaling": machine_scaling()}
+    print(json.dumps({k: report[k] for k in ("load_average", "machine_two_process_scaling")}), flush=True)
     with tempfile.TemporaryDirectory() as folder:
         items = pairs(args.pairs, Path(folder))
         for group in args.groups.split(","):
