@@ -42,7 +42,7 @@ NORMALISATION = "ascii_punctuation_removed_v2"
 PROBE = """
 import atexit, json, resource, runpy, sys, time
 from collections import defaultdict
-import clonebench.evaluate.phase as phase
+import clonebench.evaluate.scoring as phase
 spent = defaultdict(float)
 span = []
 original = phase._score

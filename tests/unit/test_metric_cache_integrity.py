@@ -242,7 +242,7 @@ def test_the_evaluate_phase_logs_damage_once_per_group(tmp_path, caplog):
     import numpy as np
     import soundfile as sf
 
-    from clonebench.evaluate.phase import run_group
+    from clonebench.evaluate.scoring import run_group
     from clonebench.hashing import HashCache
 
     from tests.conftest import score_item

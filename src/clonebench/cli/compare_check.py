@@ -1,5 +1,7 @@
 """Exit 1 unless two runs are comparable: both complete, same input fingerprint, same seed policy (with a seed
-the server honoured), same effective sampling, same scorer fingerprint for every metric. Prints what differs."""
+the server honoured), same effective sampling, same scorer fingerprint for every metric. Prints what differs,
+naming a precision difference (float16 on a GPU vs float32). With --allow-mixed-precision, scorers whose
+protocols agree but for their precision (and so differ in device or execution) are accepted, said as a note."""
 
 from __future__ import annotations
 
@@ -12,9 +14,41 @@ from clonebench.report.tables import load_run
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_a", type=Path)
     parser.add_argument("run_b", type=Path)
+    parser.add_argument("--allow-mixed-precision", action="store_true",
+                        help="accept scorers that differ only in precision and execution (device, GPU, threads)")
 
 
-def differences(a, b) -> list[str]:
+def _execution_changes(ea: dict, eb: dict) -> str:
+    changed = [f"{k} {ea.get(k)!r} vs {eb.get(k)!r}" for k in sorted(set(ea) | set(eb)) if ea.get(k) != eb.get(k)]
+    return "; ".join(changed) or "another scorer version, asset or package"
+
+
+def scorer_differences(a, b, allow_mixed_precision: bool = False) -> tuple[list[str], list[str]]:
+    """(differences, notes) of the two runs' scorers, per metric."""
+    out, notes = [], []
+    for metric in sorted(set(a.fingerprints) | set(b.fingerprints)):
+        fa, fb = a.fingerprints.get(metric), b.fingerprints.get(metric)
+        if fa == fb:
+            continue
+        pa, pb = a.protocols.get(metric) or {}, b.protocols.get(metric) or {}
+        changed = sorted(k for k in set(pa) | set(pb) if pa.get(k) != pb.get(k))
+        devices = f"{a.executions.get(metric, {}).get('device')} vs {b.executions.get(metric, {}).get('device')}"
+        if fa is None or fb is None or [k for k in changed if k != "precision"]:
+            what = ", ".join(f"{k} {pa.get(k)!r} vs {pb.get(k)!r}" for k in changed) or "not scored on both"
+            out.append(f"{metric} scorer protocol differs: {what}")
+        elif allow_mixed_precision:
+            kind = f"precision {pa.get('precision')} vs {pb.get('precision')}, " if changed else ""
+            notes.append(f"{metric}: scored differently ({kind}{devices}), accepted (--allow-mixed-precision)")
+        elif changed:
+            out.append(f"{metric} precision: {pa.get('precision')} vs {pb.get('precision')} ({devices}): mixed "
+                       "precision; re-score alike, or pass --allow-mixed-precision to compare anyway")
+        else:
+            out.append(f"{metric} scorer fingerprint: {fa} vs {fb} (execution: "
+                       f"{_execution_changes(a.executions.get(metric, {}), b.executions.get(metric, {}))})")
+    return out, notes
+
+
+def differences(a, b, allow_mixed_precision: bool = False, notes: list[str] | None = None) -> list[str]:
     out = []
     for table in (a, b):
         if table.status != "complete":
@@ -36,19 +70,20 @@ def differences(a, b) -> list[str]:
         changed = ", ".join(f"{k} {sa.get(k)!r} vs {sb.get(k)!r}" for k in sorted(set(sa) | set(sb))
                             if sa.get(k) != sb.get(k))
         out.append(f"effective sampling differs: {changed}")
-    for metric in sorted(set(a.fingerprints) | set(b.fingerprints)):
-        fa, fb = a.fingerprints.get(metric), b.fingerprints.get(metric)
-        if fa != fb:
-            out.append(f"{metric} scorer fingerprint: {fa} vs {fb} (another scorer version, asset, device, threads "
-                       "or batch size)")
-    return out
+    found, noted = scorer_differences(a, b, allow_mixed_precision)
+    if notes is not None:
+        notes.extend(noted)
+    return out + found
 
 
 def run(args: argparse.Namespace) -> int:
     a, b = load_run(args.run_a), load_run(args.run_b)
-    found = differences(a, b)
+    notes: list[str] = []
+    found = differences(a, b, args.allow_mixed_precision, notes)
     for line in found:
         print(f"differs: {line}")
+    for line in notes:
+        print(f"note: {line}")
     if not found:
         print(f"comparable: same inputs ({a.input_fingerprint[:16]}...), seed policy {a.seed_policy} seed {a.seed}, "
               f"scorers {sorted(a.fingerprints)}")

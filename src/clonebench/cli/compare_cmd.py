@@ -51,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="show each system's means although pairs or scorer protocols differ; no ranking")
     group.add_argument("--allow-partial", action="store_true",
                        help="include partial runs, comparing on the pairs each comparison has in common")
+    parser.add_argument("--allow-mixed-precision", action="store_true",
+                        help="compare scores computed in different precisions (e.g. float16 on a GPU vs float32)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +74,8 @@ def _systems(args: argparse.Namespace) -> int:
                               "of them")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     result = compare_systems(load_systems(args.runs), metrics, baseline=args.baseline, all_pairs=args.all_pairs,
-                             allow_incompatible=args.allow_incompatible, allow_partial=args.allow_partial)
+                             allow_incompatible=args.allow_incompatible, allow_partial=args.allow_partial,
+                             allow_mixed_precision=args.allow_mixed_precision)
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.format == "json" else RENDER[args.format](result),
           end="" if args.format in ("csv", "latex") else "\n")
     if args.output:
@@ -86,7 +89,8 @@ def _historical(args: argparse.Namespace) -> int:
     if source is None:
         raise ClonebenchError("give two or more systems, a run directory, or --current TABLE")
     metrics = tuple(m.strip() for m in (args.metrics or ",".join(PAIRED_METRICS)).split(",") if m.strip())
-    result = compare(load_plain(source), load_plain(args.historical or DEFAULT_HISTORICAL), metrics)
+    result = compare(load_plain(source), load_plain(args.historical or DEFAULT_HISTORICAL), metrics,
+                     args.allow_mixed_precision)
     if args.output:
         atomic_write_json(args.output, result)
     print(f"{result['current']} vs {result['historical']} ({result['checks']['inputs']['pair_ids']} pairs; inputs "
@@ -96,6 +100,9 @@ def _historical(args: argparse.Namespace) -> int:
         ci = f"[{m['delta_ci95'][0]:+.4f}, {m['delta_ci95'][1]:+.4f}]"
         print(f"{metric:<6} {m['current_mean']:>9.4f} {m['historical_mean']:>10.4f} {m['paired_mean_delta']:>+9.4f} "
               f"{m['mean_abs_delta']:>9.4f} {ci:>28}")
+    for metric, check in result["checks"]["protocols"].items():
+        if "precision" in check:
+            print(f"note: {metric}: {check}")
     for note in result["historical_limits"] or []:
         print(f"note: {note}")
     return 0

@@ -1,5 +1,7 @@
-"""Check the installation: imports, the torch/torchaudio pair, CUDA, eSpeak NG, and (with --eval) every scorer
-asset present and sha256-valid. Prints the fix for each failure; exit 1 if anything failed."""
+"""Check the installation: imports, the torch/torchaudio pair, eSpeak NG, and (with --eval) every scorer asset
+present and sha256-valid, ffmpeg, and scoring on a GPU (driver, GPU generation vs the torch build, CTranslate2's
+CUDA and cuBLAS 12: cli/doctor_gpu.py; required with --device cuda[:N]). Prints the fix for each failure; exit 1
+if anything failed. Versions are compared by their public part (2.11.0+cu128 is 2.11.0)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import importlib.metadata
 import shutil
 import sys
 from pathlib import Path
+
+from clonebench.evaluate.cuda_env import public_version
 
 CORE = {"hydra": "hydra-core", "omegaconf": "omegaconf", "numpy": "numpy", "soundfile": "soundfile",
         "tqdm": "tqdm", "matplotlib": "matplotlib", "httpx": "httpx[http extra]", "tenacity": "tenacity[http extra]",
@@ -20,6 +24,9 @@ TORCH_PIN = "2.11.0"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval", action="store_true", help="also check the scorers' packages and model assets")
+    parser.add_argument("--device", default=None,
+                        help="with --eval: the scoring device to require (cuda, cuda:N); default: check the GPUs "
+                             "torch sees, warn when there is none")
 
 
 class Report:
@@ -53,7 +60,7 @@ def _torch(report: Report) -> None:
     except importlib.metadata.PackageNotFoundError as exc:
         report.fail(f"{exc.name} is not installed", f"pip install torch=={TORCH_PIN} torchaudio=={TORCH_PIN}")
         return
-    if (torch_version, audio_version) != (TORCH_PIN, TORCH_PIN):
+    if (public_version(torch_version), public_version(audio_version)) != (TORCH_PIN, TORCH_PIN):
         report.fail(f"torch {torch_version} / torchaudio {audio_version} (pinned pair: {TORCH_PIN})",
                     f"pip install torch=={TORCH_PIN} torchaudio=={TORCH_PIN}")
     try:
@@ -63,11 +70,6 @@ def _torch(report: Report) -> None:
     except Exception as exc:  # noqa: BLE001
         report.fail(f"torchaudio does not load next to torch: {exc}", f"pip install torch=={TORCH_PIN} torchaudio=={TORCH_PIN}")
         return
-    if torch.cuda.is_available():
-        names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        report.ok(f"CUDA {torch.version.cuda} visible: {names}")
-    else:
-        report.warn("no CUDA device visible: scoring runs on CPU (slower); set CUDA_VISIBLE_DEVICES on a GPU node")
 
 
 def _assets(report: Report) -> None:
@@ -108,7 +110,13 @@ def run(args: argparse.Namespace) -> int:
         report.fail("espeak-ng not found (stand-in server, demo)", "apt-get install espeak-ng")
     _torch(report)
     if args.eval:
+        from clonebench.cli.doctor_gpu import run_gpu_checks
+        from clonebench.evaluate.device import normalise_device
+
         _imports(report, EVAL, "eval")
         _assets(report)
+        run_gpu_checks(report, normalise_device(args.device, "--device") if args.device else None)
+    elif args.device:
+        report.warn("--device is checked with --eval only")
     print(f"{report.failed} problem(s)" if report.failed else "all checks passed")
     return 1 if report.failed else 0

@@ -57,6 +57,11 @@ class Scorer(ABC):
     min_duration_s: ClassVar[float] = 0.0
     # computes on one CPU thread: scored beside the multi-threaded scorers (evaluate/overlap.py)
     runs_beside_others: ClassVar[bool] = False
+    # CPU-only and CPU-bound: may be scored in the process pool beside the GPU groups (evaluate/cpu_pool.py)
+    cpu_bound: ClassVar[bool] = False
+    # on a CPU its numbers may change with the thread count (torch, CTranslate2 GEMMs): the count used is then
+    # part of the fingerprint (evaluate/device.py; tests/integration/test_thread_dependence.py)
+    threads_change_numbers: ClassVar[bool] = True
 
     def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):
         self.options = options
@@ -87,6 +92,15 @@ class Scorer(ABC):
 
     def packages(self) -> tuple[str, ...]:
         return ("numpy", "soundfile")
+
+    def precision(self) -> str:
+        """The arithmetic the numbers come from (part of the comparable protocol; evaluate/precision.py): float32
+        unless a scorer says otherwise; on a GPU float32 is IEEE float32 (TF32 off)."""
+        return "float32"
+
+    def execution_facts(self) -> dict[str, Any]:
+        """Backend facts beyond torch's that decide the numbers (fingerprinted), e.g. CTranslate2's compute type."""
+        return {}
 
     def release(self) -> None:
         """Drop the model. A full ``gc.collect`` (and CUDA's cache) only when a GPU needs its memory back

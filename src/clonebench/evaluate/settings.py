@@ -8,6 +8,7 @@ from typing import Any
 
 from clonebench.config_reader import ConfigReader
 from clonebench.errors import ConfigError
+from clonebench.evaluate.device import normalise_device
 from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
 from clonebench.evaluate.wer_text import NORMALISATIONS
 
@@ -18,6 +19,7 @@ class EvaluationSettings:
     device: str | None               # vc.evaluation.device, else evaluation.device; None = auto
     batch_size: int
     cpu_threads: int | None          # torch threads for scoring; None = torch's default
+    cpu_workers: int | None          # CPU-pool worker processes (evaluate/cpu_pool.py); None = auto, 0 = none
     cache_dir: Path | None
     bootstrap_resamples: int
     confidence: float
@@ -62,11 +64,15 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
     # unread-key check would then refuse the README's own command)
     vc_device = reader.str("vc.evaluation.device", None, allow_none=True)
     group_device = reader.str("evaluation.device", None, allow_none=True)
+    # one name per device (cuda -> cuda:0), checked here for its form; against the GPUs when scoring starts
+    device = (normalise_device(vc_device, f"{reader.source}: vc.evaluation.device") if vc_device else
+              normalise_device(group_device, f"{reader.source}: evaluation.device") if group_device else None)
     return EvaluationSettings(
         metrics=metrics,
-        device=vc_device or group_device,
+        device=device,
         batch_size=reader.int("evaluation.batch_size", minimum=1, maximum=1024),
         cpu_threads=reader.int("evaluation.cpu_threads", None, minimum=1, allow_none=True),
+        cpu_workers=reader.int("evaluation.cpu_workers", None, minimum=0, maximum=1024, allow_none=True),
         cache_dir=reader.path("evaluation.cache_dir", None),
         bootstrap_resamples=reader.int("evaluation.bootstrap_resamples", minimum=10),
         confidence=reader.float("evaluation.confidence", minimum=0.5, maximum=0.999),

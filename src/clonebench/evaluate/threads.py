@@ -1,17 +1,28 @@
-"""Warn once when thread settings will slow scoring (e.g. ``OMP_NUM_THREADS=1`` on a multi-core machine).
+"""Threads during scoring: warn once when settings will slow it (e.g. ``OMP_NUM_THREADS=1`` on a multi-core
+machine), and pin numpy's BLAS to one thread (:func:`pin_blas_threads`).
 
 Whisper (CTranslate2 / torch), ECAPA (torch) and DNSMOS (ONNX Runtime) use several cores per call; an
 inherited ``OMP_NUM_THREADS=1`` (common in cluster job scripts) or a small ``torch.set_num_threads``
-confines them to one. Measured on a 2-core CPU: faster-whisper about 1.4x slower. Scores do not change.
+confines them to one. Measured on a 2-core CPU: faster-whisper about 1.4x slower.
+
+numpy's BLAS (OpenBLAS) splits a matrix product differently for each thread count, and the audio features that
+feed two scorers are such products: faster-whisper's log-mel (``filters @ magnitudes``) and DNSMOS's P.808
+mel spectrogram differ in their last bits between 1 and 2 BLAS threads (measured; tests/integration/
+test_thread_dependence.py), so their scores would follow the host's core count, on a GPU host too. Scoring
+therefore pins numpy's BLAS to one thread for the rest of the process (threadpoolctl; the products are small,
+the models keep their own thread pools), as the CPU pool's workers are (evaluate/cpu_pool.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 
 log = logging.getLogger(__name__)
 _warned = False
+_blas_pinned: list = []  # the threadpoolctl limiters, kept for the life of the process
+_pin_lock = threading.Lock()
 VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -47,3 +58,16 @@ def warn_if_slow(torch_threads: int | None = None) -> list[str]:
                     "with OMP_NUM_THREADS=1 on 2 cores; unset the variable(s) or raise evaluation.cpu_threads "
                     "(scores do not depend on it)", cores, "; ".join(found))
     return found
+
+
+def pin_blas_threads() -> None:
+    """numpy's and scipy's BLAS on one thread from now on in this process (idempotent): their products then give
+    the same bits on every host, whatever its core count. Never restored: a scorer running on another thread must
+    not see it change. The libraries are loaded first (a BLAS loaded after the limit would escape it)."""
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with _pin_lock:
+        if any(i["user_api"] == "blas" and i["num_threads"] != 1 for i in threadpool_info()):
+            _blas_pinned.append(threadpool_limits(limits=1, user_api="blas"))

@@ -11,7 +11,8 @@ PAIRED_METRICS = ("mcd", "wer", "sim")  # the conventions' order: a fresh genera
 FIXES = {"backend": "evaluation.whisper.backend", "model": "evaluation.whisper.model",
          "weights_sha256": "evaluation.whisper.local_path / evaluation.whisper.model (the locked checkpoint)",
          "normalisation": "evaluation.whisper.normalisation", "threshold": "evaluation.ecapa.threshold",
-         "compute_type": "evaluation.whisper.compute_type"}
+         "precision": "the same vc.evaluation.device kind and evaluation.whisper.compute_type, or "
+                      "--allow-mixed-precision to compare anyway"}
 
 
 class IncomparableError(ClonebenchError):
@@ -45,7 +46,11 @@ def check_same_pairs(current: ResultTable, historical: ResultTable) -> dict:
     return checked
 
 
-def check_protocols(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...]) -> dict:
+def check_protocols(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...],
+                    allow_mixed_precision: bool = False) -> dict:
+    """Per metric, that both sides were scored by the same protocol (the historical side's recorded keys), the
+    precision (evaluate/precision.py) included unless ``allow_mixed_precision``; raises IncomparableError naming
+    each difference and its fix."""
     checked = {}
     for metric in metrics:
         want, have = historical.protocols.get(metric), current.protocols.get(metric)
@@ -53,6 +58,10 @@ def check_protocols(current: ResultTable, historical: ResultTable, metrics: tupl
             checked[metric] = "not recorded on both sides: not checked"
             continue
         differ = {k: (have.get(k), v) for k, v in want.items() if have.get(k) != v}
+        mixed = differ.pop("precision", None) if allow_mixed_precision else None
+        if "precision" in differ:
+            a, b = differ["precision"]
+            differ["precision"] = (f"{a} (mixed precision)", b)
         if differ:
             fixes = sorted({FIXES.get(k, k) for k in differ})
             raise IncomparableError(
@@ -60,11 +69,17 @@ def check_protocols(current: ResultTable, historical: ResultTable, metrics: tupl
                 + "; ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in differ.items())
                 + f". Re-score with the same protocol (fix: {', '.join(fixes)})")
         checked[metric] = "same protocol"
+        if mixed:
+            checked[metric] += f" but precision {mixed[0]} vs {mixed[1]} (accepted: --allow-mixed-precision)"
+        elif "precision" not in want:
+            checked[metric] += " (precision not recorded on the historical side)"
     return checked
 
 
-def compare(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...] = PAIRED_METRICS) -> dict:
-    checks = {"inputs": check_same_pairs(current, historical), "protocols": check_protocols(current, historical, metrics)}
+def compare(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...] = PAIRED_METRICS,
+            allow_mixed_precision: bool = False) -> dict:
+    checks = {"inputs": check_same_pairs(current, historical),
+              "protocols": check_protocols(current, historical, metrics, allow_mixed_precision)}
     order = [r["pair_id"] for r in historical.rows]  # manifest order
     cur = {r["pair_id"]: r for r in current.rows}
     speakers = [str(r["speaker_id"]) for r in historical.rows]

@@ -78,7 +78,7 @@ def _comparison(a: int, b: int, entries: list[dict], per_pair: list[np.ndarray],
 
 def compare_systems(systems: list[System], metrics: list[str] | None = None, baseline: str | None = None,
                     all_pairs: bool = False, allow_incompatible: bool = False, allow_partial: bool = False,
-                    draws: int = DRAWS, seed: int = SEED) -> dict:
+                    draws: int = DRAWS, seed: int = SEED, allow_mixed_precision: bool = False) -> dict:
     if len(systems) < 2:
         raise ClonebenchError("compare needs at least two systems (or one system with --historical)")
     chosen = list(metrics) if metrics else common_metrics(systems, CANDIDATES)
@@ -91,7 +91,9 @@ def compare_systems(systems: list[System], metrics: list[str] | None = None, bas
     if partial and not allow_partial:
         raise IncomparableSystems("partial run(s): " + "; ".join(partial) + " (finish them, or pass --allow-partial "
                                   "to compare on the pairs every system scored)")
-    problems = pair_differences(systems) + protocol_differences(systems, chosen)
+    precision_notes: list[str] = []
+    problems = pair_differences(systems) + protocol_differences(systems, chosen, allow_mixed_precision,
+                                                                precision_notes)
     if problems and not allow_incompatible:
         raise IncomparableSystems("the systems cannot be compared:\n  " + "\n  ".join(problems) + "\nscore them on "
                                   "the same pairs with the same scorer settings and device, or pass "
@@ -101,6 +103,7 @@ def compare_systems(systems: list[System], metrics: list[str] | None = None, bas
     speakers = np.asarray(speakers, dtype=object)
     pairs = _pairs_of(systems, baseline, all_pairs) if ranked else []
     result = {"schema": "clonebench.comparison/v1", "ranked": ranked, "problems": problems, "partial": partial,
+              "precision_notes": precision_notes,
               "systems": [{"system": s.label, "runs": [str(t.run_dir) for t in s.runs]} for s in systems],
               "baseline": None if all_pairs or not ranked else systems[pairs[0][0]].label if pairs else None,
               "mode": "all pairs" if all_pairs else "against the baseline", "alpha": ALPHA, "n_pairs": len(order),

@@ -155,8 +155,12 @@ def _short(value) -> str:
     return text if len(text) <= 90 else text[:60] + "..." + text[-25:]
 
 
-def protocol_differences(systems: list[System], metrics: list[str]) -> list[str]:
-    """Per metric, every run whose scorer fingerprint differs from the first run's, with what differs."""
+def protocol_differences(systems: list[System], metrics: list[str], allow_mixed_precision: bool = False,
+                         notes: list[str] | None = None) -> list[str]:
+    """Per metric, every run whose scorer fingerprint differs from the first run's, with what differs.
+
+    Scorers whose protocols agree but for their precision (float16 on a GPU vs float32), and so differ in device
+    or execution only, are a difference unless ``allow_mixed_precision``; then they are a note in ``notes``."""
     from clonebench.evaluate.registry import METRIC_GROUPS
 
     out = []
@@ -170,6 +174,19 @@ def protocol_differences(systems: list[System], metrics: list[str]) -> list[str]
                 if have.get("fingerprint") == want.get("fingerprint") and want.get("fingerprint"):
                     continue
                 where = system.label + (f" run {k + 1}" if len(system.runs) > 1 else "")
+                pa, pb = want.get("protocol") or {}, have.get("protocol") or {}
+                changed = sorted(key for key in set(pa) | set(pb) if pa.get(key) != pb.get(key))
+                if want.get("fingerprint") and have.get("fingerprint") and set(changed) <= {"precision"}:
+                    precision = f"precision {pa.get('precision')} vs {pb.get('precision')}"
+                    if allow_mixed_precision:
+                        if notes is not None:
+                            notes.append(f"{metric}: {where} was scored with {precision} or on another device; "
+                                         "accepted (--allow-mixed-precision)")
+                        continue
+                    if changed:
+                        out.append(f"{metric}: {where}: mixed precision ({precision}); re-score alike, or pass "
+                                   "--allow-mixed-precision to compare anyway")
+                        continue
                 what = "; ".join(_diff(want, have)[:4]) or "scorer fingerprint missing"
                 out.append(f"{metric}: {where} was scored differently from {base_system.label}: {what}")
     return list(dict.fromkeys(out))

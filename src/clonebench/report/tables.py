@@ -20,6 +20,7 @@ class ResultTable:
     rows: list[dict]                                     # manifest order
     protocols: dict[str, dict] = field(default_factory=dict)   # metric -> scorer protocol
     fingerprints: dict[str, str] = field(default_factory=dict)  # metric -> scorer fingerprint
+    executions: dict[str, dict] = field(default_factory=dict)  # metric -> scorer execution facts (device...)
     status: str | None = None                            # complete | partial | None (plain table)
     generation_status: str | None = None
     seed_policy: str | None = None
@@ -75,8 +76,9 @@ def load_run(run_dir: Path) -> ResultTable:
     groups = scoring.get("metric_groups", {})
     protocols = {m: scoring["scorers"][g].get("protocol", {}) for m, g in groups.items() if g in scoring["scorers"]}
     fingerprints = {m: scoring["scorers"][g]["fingerprint"] for m, g in groups.items() if g in scoring["scorers"]}
+    executions = {m: scoring["scorers"][g].get("execution", {}) for m, g in groups.items() if g in scoring["scorers"]}
     return ResultTable(label=scoring.get("run_name") or run_dir.name, rows=rows, protocols=protocols,
-                       fingerprints=fingerprints, status=metrics["status"],
+                       fingerprints=fingerprints, executions=executions, status=metrics["status"],
                        generation_status=generation.get("status"), seed_policy=generation.get("seed_policy"),
                        seed=generation.get("seed"), seed_honoured=generation.get("seed_honoured"),
                        effective_sampling=generation.get("effective_sampling"),

@@ -30,6 +30,8 @@ class DNSMOSScorer(Scorer):
     uses_gpu = False
     sample_rate = 16_000
     runs_beside_others = True  # ONNX sessions with one intra-op thread (dnsmos_batched)
+    cpu_bound = True
+    threads_change_numbers = False  # the thread count is fixed (one per session), never the host's
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -26,6 +26,8 @@ class MCDScorer(Scorer):
     uses_gpu = False
     sample_rate = 22_050
     runs_beside_others = True  # WORLD, SPTK and the DTW run on one thread
+    cpu_bound = True
+    threads_change_numbers = False  # fixed single-threaded kernels; map_items spreads whole items, not sums
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -45,6 +47,9 @@ class MCDScorer(Scorer):
 
     def protocol(self) -> dict:
         return {"implementation": "pymcd", "mode": "dtw", "parameters": "library defaults"}
+
+    def precision(self) -> str:
+        return "float64"  # WORLD, SPTK and the DTW compute in doubles
 
     @classmethod
     def source_files(cls):

@@ -38,6 +38,7 @@ class STOIScorer(Scorer):
     # anything with a sample: upstream pads the trimmed pair to 1 s (an all-silent pair gives NaN, which
     # the validity check turns into a per-sample error)
     min_duration_s = 1 / RATE
+    cpu_bound = True  # in the CPU pool it computes on one torch thread (recorded in its fingerprint)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

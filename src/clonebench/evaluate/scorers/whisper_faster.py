@@ -29,7 +29,8 @@ class FasterWhisperScorer(WhisperScorer):
         self._local_hashes: dict[str, str] = {}
 
     def packages(self) -> tuple[str, ...]:
-        return ("faster-whisper", "ctranslate2", "av", "jiwer", "numpy")
+        cuda = ("nvidia-cublas-cu12",) if self.device.startswith("cuda") else ()  # the cuBLAS it runs on
+        return ("faster-whisper", "ctranslate2", "av", "jiwer", "numpy", *cuda)
 
     def compute_type(self) -> str:
         chosen = self.options.get("compute_type") or "auto"
@@ -38,6 +39,15 @@ class FasterWhisperScorer(WhisperScorer):
         return chosen
 
     backend = "faster_whisper"
+
+    def precision(self) -> str:
+        """The compute type CTranslate2 actually uses (it may substitute one the device lacks)."""
+        return self._model.model.compute_type if self._model is not None else self.compute_type()
+
+    def execution_facts(self) -> dict:
+        from clonebench.evaluate.precision import ctranslate2_env
+
+        return {"compute_type": self.precision(), "ctranslate2_env": ctranslate2_env()}
 
     def weights_sha256(self) -> str:
         asset = FASTER_WHISPER.get(self.options["model"])
@@ -55,6 +65,13 @@ class FasterWhisperScorer(WhisperScorer):
         return [{**described, "source": self._asset.source if self._asset else self.options.get("local_path")}]
 
     def load(self) -> None:
+        if self.device.startswith("cuda"):  # CTranslate2 4.x needs CUDA 12's cuBLAS: load it before it looks
+            from clonebench.evaluate.cuda_env import preload_cublas12
+
+            try:
+                preload_cublas12()
+            except OSError as exc:
+                raise ConfigError(str(exc)) from None
         from faster_whisper import WhisperModel
 
         name = self.options["model"]

@@ -45,6 +45,9 @@ class OpenAIWhisperScorer(WhisperScorer):
     def weights_sha256(self) -> str:
         return self.expected_sha256()
 
+    def precision(self) -> str:
+        return "float16" if self.device.startswith("cuda") else "float32"  # transcribe()'s fp16 default on CUDA
+
     def model_description(self) -> str:
         return (f"openai-whisper {self.options['model']} sha256:{self.expected_sha256()}, audio from "
                 f"whisper.audio.load_audio ({ffmpeg_version()})")
@@ -93,7 +96,7 @@ class OpenAIWhisperScorer(WhisperScorer):
         from whisper.audio import N_FRAMES, N_SAMPLES, load_audio
         from whisper.tokenizer import get_tokenizer
 
-        fp16 = self.device.startswith("cuda")
+        fp16 = self.precision() == "float16"
         dims = self._model.dims
         texts: list[str | None] = [None] * len(items)
         windows, positions, languages = [], [], []
