@@ -1,7 +1,8 @@
 """The metric cache: one JSON record per (scorer fingerprint, target sha, generated sha, text, language, sample id).
 
-The scorer fingerprint covers the scorer's version, code, packages, assets and execution (device,
-torch/CUDA/cuDNN, GPU, CPU threads), so a cached score is never reused on another device or thread count.
+The scorer fingerprint covers the scorer's version, code, packages, assets, precision and execution (device,
+torch/CUDA/cuDNN, GPU, and the CPU thread count where it changes the numbers: evaluate/scoring.py), so a cached
+score is never reused on another device or precision, or where another thread count would change it.
 Records live in the run's ``metric_cache/`` (the run is self-contained) and in a shared store under
 ``paths.results_dir/.cache/metric_cache`` so that scoring the same audio again, in a resumed or a new run, is a
 cache hit. Failed records are not cached: they are retried.

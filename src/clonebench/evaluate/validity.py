@@ -33,8 +33,11 @@ BINARY = ("sva", "emotion_match")  # 0 or 1
 NUMBER, COUNT, TEXT = "a finite number", "a non-negative integer", "a string"
 RECORD_VALUES: dict[str, dict[str, str]] = {
     "ecapa": {"sim": NUMBER, "sva": NUMBER},
-    "whisper": {"hypothesis": TEXT, "wer": NUMBER, "wer_ref_words": COUNT, "wer_substitutions": COUNT,
-                "wer_deletions": COUNT, "wer_insertions": COUNT, "wer_edits": COUNT},
+    "whisper": {"hypothesis": TEXT, "text_rule": TEXT,
+                "wer": NUMBER, "wer_ref_words": COUNT, "wer_substitutions": COUNT, "wer_deletions": COUNT,
+                "wer_insertions": COUNT, "wer_edits": COUNT,
+                "cer": NUMBER, "cer_ref_chars": COUNT, "cer_substitutions": COUNT, "cer_deletions": COUNT,
+                "cer_insertions": COUNT, "cer_edits": COUNT},
     "mcd": {"mcd": NUMBER},
     "dnsmos": {"dnsmos": NUMBER, "dnsmos_sig": NUMBER, "dnsmos_bak": NUMBER, "dnsmos_p808": NUMBER},
     "stoi": {"stoi": NUMBER},
