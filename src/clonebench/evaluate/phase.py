@@ -154,7 +154,7 @@ def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, sampl
         row["errors"] = " | ".join(row["errors"])
     status = "complete" if not reasons else "partial"
     summary = summarise(ordered, list(evaluation.metrics), len(requested), evaluation.bootstrap_resamples,
-                        evaluation.confidence, evaluation.bootstrap_seed)
+                        evaluation.confidence, evaluation.bootstrap_seed, evaluation.seed)
     metrics = {"status": status, "reasons": reasons, "n_requested": len(requested),
                "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in scorers.items()},
                "input_fingerprint": source["fingerprints"]["input"], "device": device}

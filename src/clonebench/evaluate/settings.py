@@ -9,6 +9,7 @@ from typing import Any
 from clonebench.config_reader import ConfigReader
 from clonebench.errors import ConfigError
 from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
+from clonebench.evaluate.scorers.whisper_common import DECODINGS
 from clonebench.evaluate.wer_text import NORMALISATIONS
 
 
@@ -22,6 +23,7 @@ class EvaluationSettings:
     bootstrap_resamples: int
     confidence: float
     bootstrap_seed: int
+    seed: int                        # evaluation.seed: per-sample scoring seeds and upstream's bootstrap RNG
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
 
@@ -32,7 +34,10 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
     if unknown or not metrics:
         raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown or '[]'}; known: "
                           f"{sorted(METRIC_GROUPS)} (mos and emotion_match are unverified scorers: see README)")
+    seed = reader.int("evaluation.seed", minimum=0)
     whisper = {
+        "decoding": reader.str("evaluation.whisper.decoding", choices=tuple(DECODINGS)),
+        "seed": seed,
         "backend": reader.str("evaluation.whisper.backend", choices=WER_BACKENDS),
         "model": reader.str("evaluation.whisper.model"),
         "local_path": reader.path("evaluation.whisper.local_path", None),
@@ -70,6 +75,7 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
         bootstrap_resamples=reader.int("evaluation.bootstrap_resamples", minimum=10),
         confidence=reader.float("evaluation.confidence", minimum=0.5, maximum=0.999),
         bootstrap_seed=reader.int("evaluation.bootstrap_seed", minimum=0),
+        seed=seed,
         generated_audio_dir=reader.path("vc.evaluation.generated_audio_dir", None),
         scorer_options=options,
     )
