@@ -28,13 +28,20 @@ class EvaluationSettings:
     scorer_options: dict[str, dict[str, Any]]
 
 
-def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
+UPSTREAM_DEFAULT_SEED = 42  # rvcbench's run seed when none is given, and its suites' evaluation.seed
+
+
+def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> EvaluationSettings:
+    """``evaluation.seed`` null = the run seed (``+seed``), 42 for an unseeded run: the seed rvcbench's runner
+    scores with (its suites set ``evaluation.seed: 42``)."""
     metrics = tuple(str(m) for m in reader.list("evaluation.metrics"))
     unknown = [m for m in metrics if m not in METRIC_GROUPS]
     if unknown or not metrics:
         raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown or '[]'}; known: "
                           f"{sorted(METRIC_GROUPS)} (mos and emotion_match are unverified scorers: see README)")
-    seed = reader.int("evaluation.seed", minimum=0)
+    seed = reader.int("evaluation.seed", None, minimum=0, allow_none=True)
+    if seed is None:
+        seed = UPSTREAM_DEFAULT_SEED if run_seed is None else run_seed
     whisper = {
         "decoding": reader.str("evaluation.whisper.decoding", choices=tuple(DECODINGS)),
         "seed": seed,
