@@ -9,7 +9,8 @@
    and bootstrap CI against clonebench's ``upstream`` block fed the same per-sample values.
 2. Against the reference libraries where the peer has no such scorer: DNSMOS vs ``speechmos.dnsmos.run(path,
    16000)``; faster-whisper (tiny.en) vs ``WhisperModel.transcribe(path, ...)`` with the protocol's options and the
-   sample's seed (hypotheses that differ, counted).
+   sample's seed (hypotheses that differ, counted), on the variants and on reversed and double-speed copies (some
+   of which fall back).
 3. SIM (ECAPA) throughput: the exact default (each clip embedded alone) vs the previous batched scoring
    (length-sorted, zero-padded chunks of at most 8 s per forward pass), same clips, same device.
    Goal on CPU: the exact default within 10 % of the batched throughput.
@@ -57,7 +58,7 @@ def peer_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, note)
     from clonebench.evaluate.scorers.whisper_openai import OpenAIWhisperScorer
     from clonebench.hashing import HashCache, sha256_file
     from tests.conftest import score_item
-    from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, peer_row, stage_ecapa
+    from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, one_torch_thread, peer_row, stage_ecapa
     from tests.tiny_models import write_tiny_openai_whisper
 
     metrics = ["sim", "sva", "wer", "mcd", "stoi"]
@@ -66,7 +67,8 @@ def peer_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, note)
     pool = PeerPool(folder / "assets", whisper.load_model(str(checkpoint), device=device), device)
     rows = [peer_row(sample_id(k), t["path"], g["path"], g["text"]) for k, (t, g) in enumerate(pairs)]
     try:
-        upstream = evaluate_with_peer(rows, metrics, folder / "peer_run", pool)
+        with one_torch_thread():  # the tiny model's ops are too small for a second thread (tests/peer.py)
+            upstream = evaluate_with_peer(rows, metrics, folder / "peer_run", pool)
     finally:
         pool.close()
     items = [score_item(g["path"], t["path"], text=g["text"], language="en", sample_id=sample_id(k))
@@ -79,9 +81,18 @@ def peer_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, note)
                                         "normalisation": "ascii_punctuation_removed_v2", "compute_type": "auto",
                                         "allow_hub": False}, device, HashCache(None))):
         scorer.load()
-        for record in scorer.score_batch(items):
+        with one_torch_thread():
+            records = scorer.score_batch(items)
+        for record in records:
             ours[record.sample_id].update(record.values if record.ok else {"error": record.error})
         scorer.release()
+    fallback = 0
+    with one_torch_thread():  # which windows the random checkpoint decoded at a fallback temperature
+        for _, generated in pairs:
+            segments = pool.whisper_model.transcribe(str(generated["path"]), language="en", fp16=False,
+                                                     condition_on_previous_text=False, without_timestamps=True)
+            fallback += any(s["temperature"] > 0 for s in segments["segments"])
+    print(f"openai-whisper (tiny random checkpoint): {fallback}/{len(pairs)} clips decoded at a fallback temperature")
     for row, (_, generated) in zip(rows, pairs):
         mine, theirs, kind = ours[row["sample_id"]], row["metrics"], generated["kind"]
         if row["metric_errors"] or "error" in mine:
@@ -100,7 +111,24 @@ def peer_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, note)
             note("aggregate CI vs rvcbench", metric, (block["ci"] or {}).get(key, 0.0) - ci.get(key, 0.0))
 
 
-def library_parity(pairs: list[tuple[dict, dict]], device: str, note) -> None:
+def unsure_copies(pairs: list[tuple[dict, dict]], folder: Path) -> list[dict]:
+    """Each generated clip reversed and at double speed: speech-like audio that Whisper is unsure of, so that
+    some windows fall back (test_score_parity.py's ``fallback_clips``)."""
+    import soundfile as sf
+
+    out = []
+    for _, generated in pairs:
+        if generated["kind"] != "16k":
+            continue
+        audio, rate = sf.read(str(generated["path"]), dtype="float32")
+        for kind, changed in (("reversed", audio[::-1]), ("double_speed", audio[::2])):
+            target = folder / f"{Path(generated['path']).stem}-{kind}.wav"
+            sf.write(str(target), changed, rate, subtype="PCM_16")
+            out.append({"path": target, "text": generated["text"], "kind": kind})
+    return out
+
+
+def library_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, note) -> None:
     import ctranslate2
     import speechmos.dnsmos
     from faster_whisper import WhisperModel
@@ -121,13 +149,19 @@ def library_parity(pairs: list[tuple[dict, dict]], device: str, note) -> None:
                                    "normalisation": "ascii_punctuation_removed_v2", "compute_type": "auto",
                                    "allow_hub": False, "seed": 42, "decoding": "fallback_v1"}, device, HashCache(None))
     whisper.load()
-    for (t, g), item, r in zip(pairs, items, whisper.score_batch(items)):
+    clips = [g for _, g in pairs] + unsure_copies(pairs, folder)
+    items = [score_item(g["path"], text=g["text"], sample_id=sample_id(100 + k)) for k, g in enumerate(clips)]
+    fallback = 0
+    for g, item, r in zip(clips, items, whisper.score_batch(items)):
         model = WhisperModel(**whisper._model_args)  # a fresh worker thread: its RNG takes the sample's seed
         ctranslate2.set_random_seed(scoring_seed(42, item.sample_id))
         segments, _ = model.transcribe(str(g["path"]), language="en", **whisper.decoding().faster_kwargs())
+        segments = list(segments)
+        fallback += any(s.temperature > 0 for s in segments)
         note("faster-whisper hyps differing vs transcribe", g["kind"],
              float(r.values["hypothesis"] != "".join(s.text for s in segments).strip()))
     whisper.release()
+    print(f"faster-whisper tiny.en: {fallback}/{len(clips)} clips decoded at a fallback temperature")
 
 
 def parity(clips: list[dict], device: str, folder: Path) -> dict:
@@ -139,7 +173,7 @@ def parity(clips: list[dict], device: str, folder: Path) -> dict:
         worst[(metric, kind)] = max(worst.get((metric, kind), 0.0), abs(diff))
 
     peer_parity(pairs, device, folder, note)
-    library_parity(pairs, device, note)
+    library_parity(pairs, device, folder, note)
     return worst
 
 

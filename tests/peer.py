@@ -123,6 +123,20 @@ def evaluate_with_peer(rows: list[dict], metrics: list[str], output: Path, pool:
 
 
 @contextlib.contextmanager
+def one_torch_thread():
+    """The tiny random Whisper's operations are so small that a second torch thread only adds synchronisation
+    (measured on the 2-core machine: 6x the CPU time for the same hypotheses); tests score it on one thread."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
 def process_state_kept():
     """Undo what rvcbench's ``configure_seeds`` leaves behind (global RNG states, cuDNN flags, PYTHONHASHSEED in
     the environment of later subprocesses), so that calling the peer does not change the rest of a test session."""

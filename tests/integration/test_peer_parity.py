@@ -19,7 +19,7 @@ import pytest
 from clonebench.hashing import HashCache, sha256_file
 
 from tests.conftest import VARIANT_KINDS, score_item
-from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, peer_row
+from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, one_torch_thread, peer_row
 
 pytestmark = pytest.mark.slow
 METRICS = ["sim", "sva", "wer", "mcd", "stoi"]
@@ -50,7 +50,8 @@ def peer(speech_variants, peer_assets, tiny_whisper_checkpoint, tmp_path_factory
     pool = PeerPool(peer_assets, whisper.load_model(str(tiny_whisper_checkpoint), device="cpu"))
     rows = [peer_row(sid, t["path"], g["path"], g["text"]) for sid, t, g in pairs(speech_variants)]
     try:
-        result = evaluate_with_peer(rows, METRICS, tmp_path_factory.mktemp("peer_run"), pool, seed=SEED)
+        with one_torch_thread():
+            result = evaluate_with_peer(rows, METRICS, tmp_path_factory.mktemp("peer_run"), pool, seed=SEED)
     finally:
         pool.close()
     assert all(not row["metric_errors"] for row in rows), [row["metric_errors"] for row in rows]
@@ -72,7 +73,9 @@ def ours(ecapa, speech_variants, tiny_whisper_checkpoint):
         if scorer is not ecapa:
             scorer.load()
         try:
-            for record in scorer.score_batch(items):
+            with one_torch_thread():
+                records = scorer.score_batch(items)
+            for record in records:
                 assert record.ok, record.error
                 values[record.sample_id].update(record.values)
         finally:
@@ -134,7 +137,8 @@ def test_greedy_decoding_is_another_protocol(speech_variants, tiny_whisper_check
     default = OpenAIWhisperScorer(whisper_options(tiny_whisper_checkpoint), "cpu", HashCache(None))
     greedy.load()
     try:
-        text = greedy.score_batch([score_item(generated["path"], text=generated["text"], sample_id=sid)])[0]
+        with one_torch_thread():
+            text = greedy.score_batch([score_item(generated["path"], text=generated["text"], sample_id=sid)])[0]
     finally:
         greedy.release()
     assert as_upstream_prints(text.values["hypothesis"]) != theirs[sid]["predicted_text"].strip()
