@@ -62,4 +62,11 @@ then
   # parity tests' reference. Only its light top level is imported; its own dependencies are not needed.
   "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps "rvcbench==2.2.1"
 fi
+# jiwer 3.1.0, what the peer pins (jiwer<4), in a folder of its own: tests/unit/test_jiwer_versions.py checks that it
+# gives the same WER as clonebench's jiwer 4.0.0 on the project's strings
+JIWER3="${XDG_CACHE_HOME:-$HOME/.cache}/clonebench/peer/jiwer-3.1.0"
+if ! grep -qs '^Version: 3.1.0$' "$JIWER3"/jiwer-3.1.0.dist-info/METADATA; then
+  echo "setup: pip install --target $JIWER3 jiwer==3.1.0"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --upgrade --target "$JIWER3" "jiwer==3.1.0"
+fi
 echo "setup: ok"

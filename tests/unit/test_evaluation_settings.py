@@ -23,3 +23,13 @@ def test_precedence_vc_then_group_then_auto():
     assert read_settings(both, OTS).evaluation.device == "cpu"
     assert read_settings(compose(OTS, ["evaluation.device=cuda:1"]), OTS).evaluation.device == "cuda:1"
     assert read_settings(compose(OTS, []), OTS).evaluation.device is None
+
+
+@pytest.mark.parametrize("overrides, seed", [([], 42), (["+seed=7"], 7), (["+seed=null"], 42),
+                                             (["+seed=7", "evaluation.seed=5"], 5)])
+def test_scoring_seed_is_the_run_seed_as_rvcbench_scores(overrides, seed):
+    """rvcbench's runner scores with the run seed (42 when none): evaluation.seed null follows it; it enters the
+    Whisper scorer's options (its protocol and fingerprint)."""
+    evaluation = read_settings(compose(OTS, overrides), OTS).evaluation
+    assert evaluation.seed == seed and evaluation.scorer_options["whisper"]["seed"] == seed
+    assert evaluation.scorer_options["whisper"]["decoding"] == "fallback_v1"

@@ -15,7 +15,7 @@ import pytest
 from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem, ScoreRecord
 from clonebench.evaluate.cache import MAX_RECORD_BYTES, SCHEMA, MetricCache, record_key
-from clonebench.evaluate.wer_text import utterance_wer
+from clonebench.evaluate.transcript import score_transcript
 
 FP = "f" * 64
 OTHER_FP = "e" * 64
@@ -31,8 +31,8 @@ def _item(n: int) -> ScoreItem:
 
 def _values(group: str) -> dict:
     if group == "whisper":
-        return {"hypothesis": "the quick brown box", **utterance_wer("The quick brown fox.", "the quick brown box",
-                                                                     "ascii_punctuation_removed_v2")}
+        # what the WER scorer records (evaluate/transcript.py): hypothesis, text rule, WER and CER with edit counts
+        return score_transcript("The quick brown fox.", "the quick brown box", "en", "ascii_punctuation_removed_v2")
     if group == "emotion":
         return {"emotion_match": 1.0, "emotion_target": "neu", "emotion_generated": "neu"}
     return {"sim": 0.61, "sva": 1.0}

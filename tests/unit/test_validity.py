@@ -38,5 +38,5 @@ def test_valid_values_pass(values):
 
 def test_summary_never_averages_a_non_finite_value():
     rows = [{"sim": 0.5}, {"sim": math.nan}, {"sim": 0.7}, {"sim": None}]
-    summary = summarise(rows, ["sim"], 4, 50, 0.95, 1)
+    summary = summarise(rows, ["sim"], 4, 50, 0.95, 1, 42)
     assert summary["sim"]["mean"] == pytest.approx(0.6) and summary["sim"]["n_valid"] == 2

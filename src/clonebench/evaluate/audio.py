@@ -31,6 +31,19 @@ def load_torchaudio_like(path: Path):
     return torch.from_numpy(np.ascontiguousarray(samples.T)), rate
 
 
+def mono_then_resample(path: Path, rate: int):
+    """rvcbench 2.2.1's scorer loading (its ``STOIScorer``): soundfile float32, the channel mean, then
+    ``torchaudio.functional.resample`` of the mono signal to ``rate`` (skipped at that rate). A 1-D float32 tensor.
+    (Downmixing before resampling rounds differently from resampling each channel first.)"""
+    import soundfile as sf
+    import torch
+    import torchaudio.functional as F
+
+    samples, native = sf.read(str(path), dtype="float32", always_2d=True)
+    wave = torch.from_numpy(samples.mean(axis=1))
+    return F.resample(wave, native, rate) if native != rate else wave
+
+
 def resample_mono_torchaudio(path: Path, rate: int):
     """Upstream RVCBench's pair loading: ``torchaudio.load``, ``torchaudio.functional.resample`` per channel to
     ``rate``, then the channel mean. A 1-D float32 tensor."""

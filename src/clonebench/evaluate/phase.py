@@ -167,7 +167,7 @@ def _write_outputs(settings: RunSettings, job: EvaluationJob, device: str, warni
         row["errors"] = " | ".join(row["errors"])
     status = "complete" if not reasons else "partial"
     summary = summarise(ordered, list(evaluation.metrics), len(job.requested), evaluation.bootstrap_resamples,
-                        evaluation.confidence, evaluation.bootstrap_seed)
+                        evaluation.confidence, evaluation.bootstrap_seed, evaluation.seed)
     metrics = {"status": status, "reasons": reasons, "n_requested": len(job.requested), "scorers_not_run": not_scored,
                "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in job.scorers.items()},
                "input_fingerprint": job.source["fingerprints"]["input"], "device": device}

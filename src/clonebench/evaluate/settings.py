@@ -10,6 +10,7 @@ from clonebench.config_reader import ConfigReader
 from clonebench.errors import ConfigError
 from clonebench.evaluate.device import normalise_device
 from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
+from clonebench.evaluate.scorers.whisper_common import DECODINGS
 from clonebench.evaluate.wer_text import NORMALISATIONS
 
 
@@ -24,18 +25,29 @@ class EvaluationSettings:
     bootstrap_resamples: int
     confidence: float
     bootstrap_seed: int
+    seed: int                        # evaluation.seed: per-sample scoring seeds and upstream's bootstrap RNG
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
     task: str | None = None          # vc.evaluation.task: output ids <task>__<pair_id> of an external folder
 
 
-def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
+UPSTREAM_DEFAULT_SEED = 42  # rvcbench's run seed when none is given, and its suites' evaluation.seed
+
+
+def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> EvaluationSettings:
+    """``evaluation.seed`` null = the run seed (``+seed``), 42 for an unseeded run: the seed rvcbench's runner
+    scores with (its suites set ``evaluation.seed: 42``)."""
     metrics = tuple(str(m) for m in reader.list("evaluation.metrics"))
     unknown = [m for m in metrics if m not in METRIC_GROUPS]
     if unknown or not metrics:
         raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown or '[]'}; known: "
                           f"{sorted(METRIC_GROUPS)} (mos and emotion_match are unverified scorers: see README)")
+    seed = reader.int("evaluation.seed", None, minimum=0, allow_none=True)
+    if seed is None:
+        seed = UPSTREAM_DEFAULT_SEED if run_seed is None else run_seed
     whisper = {
+        "decoding": reader.str("evaluation.whisper.decoding", choices=tuple(DECODINGS)),
+        "seed": seed,
         "backend": reader.str("evaluation.whisper.backend", choices=WER_BACKENDS),
         "model": reader.str("evaluation.whisper.model"),
         "local_path": reader.path("evaluation.whisper.local_path", None),
@@ -77,6 +89,7 @@ def read_evaluation(reader: ConfigReader) -> EvaluationSettings:
         bootstrap_resamples=reader.int("evaluation.bootstrap_resamples", minimum=10),
         confidence=reader.float("evaluation.confidence", minimum=0.5, maximum=0.999),
         bootstrap_seed=reader.int("evaluation.bootstrap_seed", minimum=0),
+        seed=seed,
         generated_audio_dir=reader.path("vc.evaluation.generated_audio_dir", None),
         scorer_options=options,
         task=reader.str("vc.evaluation.task", None, allow_none=True),

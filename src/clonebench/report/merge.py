@@ -181,7 +181,7 @@ def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: P
     numeric = [{k: as_number(v) for k, v in r.items()} for r in ordered]
     evaluation = settings.evaluation
     summary = summarise(numeric, list(evaluation.metrics), len(ordered), evaluation.bootstrap_resamples,
-                        evaluation.confidence, evaluation.bootstrap_seed)
+                        evaluation.confidence, evaluation.bootstrap_seed, evaluation.seed)
     reasons = [r for s in shards for r in json.loads((s / "metrics.json").read_text())["reasons"]]
     write_csv(out / "generation_sample_metrics.csv", ordered)
     atomic_write_json(out / "metrics.json", {"status": "complete" if not reasons else "partial", "reasons": sorted(reasons),

@@ -1,17 +1,20 @@
-"""STOI: ``torch_stoi`` at 16 kHz, target recording vs generated audio, as upstream RVCBench scores it.
+"""STOI: ``torch_stoi`` at 16 kHz, the generated audio scored against the target recording, exactly as the
+published metric of rvcbench 2.2.1 (``STOIScorer``, version ``torch_stoi_16k_trim_to_shorter_v1``) scores it.
 
-Upstream's rule (its fidelity evaluation): load both files (``torchaudio.load``: float32, channels first),
-resample each channel to 16 kHz with ``torchaudio.functional.resample``, take the channel mean, trim both to the
-shorter, right-pad both with zeros to 1 s when shorter, and score
-``-NegSTOILoss(sample_rate=16000)(target, generated)`` with the library defaults (classic STOI, not extended;
-``use_vad=True``; ``do_resample=True``, i.e. torch_stoi's own 10 kHz resampling). The argument order is
-upstream's: the reference recording goes first (the loss's ``est_targets``), the compared audio second.
-``torchaudio.load`` needs torchcodec; the same tensor is read with soundfile (``audio.load_torchaudio_like``).
+Its rule: load each file with soundfile as float32, take the channel mean, resample the mono signal to 16 kHz with
+``torchaudio.functional.resample`` (``audio.mono_then_resample``), trim both to the shorter, right-pad both with
+zeros to 1 s when shorter, and score ``-NegSTOILoss(sample_rate=16000)(generated, target)`` with the library
+defaults (classic STOI, not extended; ``use_vad=True``; torch_stoi's own 10 kHz resampling). The order matters:
+torch_stoi's ``forward(est_targets, targets)`` takes the estimate first and computes the voice-activity frames and
+the clipping from the clean signal, so the GENERATED clip is the estimate and the target recording the clean
+reference. (Protocol v1 of this scorer had them the other way round, the order of upstream's protection-fidelity
+code, and resampled each channel before the downmix: up to 0.11 apart on real speech. v2 is a new fingerprint, so
+no v1 record is ever reused.)
 """
 
 from __future__ import annotations
 
-from clonebench.evaluate.audio import resample_mono_torchaudio
+from clonebench.evaluate.audio import mono_then_resample
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 
 RATE = 16_000
@@ -49,12 +52,15 @@ class STOIScorer(Scorer):
 
     def version(self) -> str:
         return ("torch_stoi NegSTOILoss(sample_rate=16000) defaults (classic, use_vad=True, internal 10 kHz "
-                "resample), negated; torchaudio-style load, torchaudio.functional.resample to 16 kHz per channel, "
-                "channel mean, trim to the shorter, zero-pad to 1 s; reference first; v1")
+                "resample), negated; soundfile float32, channel mean, then torchaudio.functional.resample to "
+                "16 kHz; trim to the shorter, zero-pad to 1 s; generated = estimate, target = clean "
+                "(rvcbench 2.2.1 torch_stoi_16k_trim_to_shorter_v1); v2")
 
     def protocol(self) -> dict:
         return {"implementation": "torch_stoi", "sample_rate": RATE, "extended": False, "use_vad": True,
-                "alignment": "trim to shorter, pad to 1 s", "order": "target, generated"}
+                "loading": "soundfile float32, channel mean, torchaudio resample",
+                "alignment": "trim to shorter, pad to 1 s", "order": "estimate=generated, clean=target",
+                "upstream": "rvcbench 2.2.1 torch_stoi_16k_trim_to_shorter_v1"}
 
     def load(self) -> None:
         from torch_stoi import NegSTOILoss
@@ -66,9 +72,9 @@ class STOIScorer(Scorer):
 
         records = []
         for item in items:
-            target, generated = stoi_inputs(resample_mono_torchaudio(item.target_path, RATE),
-                                            resample_mono_torchaudio(item.generated_path, RATE))
+            target, generated = stoi_inputs(mono_then_resample(item.target_path, RATE),
+                                            mono_then_resample(item.generated_path, RATE))
             with torch.inference_mode():
-                value = -float(self._model(target, generated).reshape(-1)[0])
+                value = -float(self._model(generated, target).reshape(-1)[0])
             records.append(ScoreRecord(item.sample_id, {"stoi": value}))
         return records

@@ -1,26 +1,82 @@
-"""What both Whisper backends share: greedy decoding settings, WER from hypotheses, the version string."""
+"""What both Whisper backends share: the decoding protocol, per-sample seeds, WER from hypotheses, the version.
+
+The default decoding (``fallback_v1``) is rvcbench 2.2.1's (``evaluation/scorers/wer.py``): openai-whisper's
+``model.transcribe(path, task="transcribe", condition_on_previous_text=False, without_timestamps=True,
+language=<lower-cased hint>)`` with every other option at transcribe()'s default, i.e. the temperature fallback
+0.0, 0.2, ... 1.0 (a window is decoded again at the next temperature when its compression ratio is > 2.4 or its
+average log-probability < -1.0; it is skipped as silence when no-speech > 0.6 and the log-probability is not
+above -1.0), greedy at temperature 0 and one sample per higher temperature, long clips in 30 s windows, fp16 on
+CUDA only. Before each file the RNGs are seeded as upstream seeds them (``evaluate/sample_seed.py``), so the
+sampled fallback is a function of the file, the text, the language and the sample id only.
+
+``greedy_v1`` (temperature 0 only, no fallback) is the protocol clonebench used before: a named, non-default
+protocol whose fingerprint differs, so ``clonebench compare-check`` refuses to compare it with the default.
+"""
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 
+from clonebench.evaluate import sample_seed, transcript
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
-from clonebench.evaluate import transcript
 
-# transcribe() settings of the historical protocol: greedy, no temperature fallback, no conditioning
-DECODING = "greedy temperature=0 (no fallback) condition_on_previous_text=False without_timestamps=True"
-NO_SPEECH_THRESHOLD, LOGPROB_THRESHOLD = 0.6, -1.0  # transcribe()'s defaults for skipping a silent window
+DEFAULT_SEED = 42  # rvcbench's evaluation seed: its suites' evaluation.seed and its run seed's default
 
 
-def whisper_language(language: str) -> str:
-    """The pair's language as Whisper wants it: lower-case ISO code ('EN' -> 'en', 'en-US' -> 'en')."""
-    return language.strip().lower().split("-")[0].split("_")[0]
+@dataclass(frozen=True)
+class Decoding:
+    name: str
+    temperatures: tuple[float, ...]
+    compression_ratio_threshold: float = 2.4
+    logprob_threshold: float = -1.0
+    no_speech_threshold: float = 0.6
+
+    @property
+    def falls_back(self) -> bool:
+        return len(self.temperatures) > 1
+
+    def describe(self) -> str:
+        temps = ", ".join(f"{t:.1f}" for t in self.temperatures)
+        rule = (f"temperature fallback {temps} (retry when compression ratio > {self.compression_ratio_threshold} "
+                f"or avg log-prob < {self.logprob_threshold}), one sample per temperature > 0"
+                if self.falls_back else f"greedy temperature={temps} (no fallback)")
+        return (f"transcribe(task=transcribe, condition_on_previous_text=False, without_timestamps=True): {rule}; "
+                f"window skipped when no-speech > {self.no_speech_threshold} and avg log-prob <= "
+                f"{self.logprob_threshold}; 30 s windows")
+
+    def openai_kwargs(self) -> dict:
+        """openai-whisper ``transcribe`` options (the defaults written out, so a new default cannot creep in)."""
+        return {"task": "transcribe", "temperature": self.temperatures,
+                "compression_ratio_threshold": self.compression_ratio_threshold,
+                "logprob_threshold": self.logprob_threshold, "no_speech_threshold": self.no_speech_threshold,
+                "condition_on_previous_text": False, "without_timestamps": True}
+
+    def faster_kwargs(self) -> dict:
+        """faster-whisper ``transcribe`` options that mean what ``openai_kwargs`` means there: greedy at
+        temperature 0 (faster-whisper's default is a beam of 5) and one sample per higher temperature (its
+        default is best of 5), no VAD, its own fallback with the same thresholds."""
+        return {"task": "transcribe", "temperature": list(self.temperatures), "beam_size": 1, "best_of": 1,
+                "patience": 1, "compression_ratio_threshold": self.compression_ratio_threshold,
+                "log_prob_threshold": self.logprob_threshold, "no_speech_threshold": self.no_speech_threshold,
+                "condition_on_previous_text": False, "without_timestamps": True, "vad_filter": False}
 
 
-def skip_as_silence(no_speech_prob: float, avg_logprob: float) -> bool:
-    """transcribe()'s rule: a window is dropped when it looks silent and the decoding is unsure."""
-    return no_speech_prob > NO_SPEECH_THRESHOLD and not avg_logprob > LOGPROB_THRESHOLD
+FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+DECODINGS = {"fallback_v1": Decoding("fallback_v1", FALLBACK_TEMPERATURES),
+             "greedy_v1": Decoding("greedy_v1", (0.0,))}
+DEFAULT_DECODING = "fallback_v1"
+DECODING = DECODINGS[DEFAULT_DECODING].describe()  # the default protocol's description (historical baseline)
+
+
+def whisper_language(language: str | None) -> str | None:
+    """The pair's language as upstream hands it to Whisper: lower-cased; None (detect) for '', auto, none, null.
+    A region suffix is dropped ('en-US' -> 'en'): upstream passes 'en-us', which Whisper refuses."""
+    hint = str(language or "").strip().lower()
+    if hint in ("", "auto", "none", "null"):
+        return None
+    return hint.split("-")[0].split("_")[0]
 
 
 class WhisperScorer(Scorer):
@@ -29,14 +85,12 @@ class WhisperScorer(Scorer):
     needs_text = True
     uses_gpu = True
     sample_rate = 16_000
+    seed_policy = (f"each file: configure_seeds((evaluation.seed + sample hash) % (2**32 - 1)) as rvcbench 2.2.1 "
+                   f"({sample_seed.POLICY}; sample hash {sample_seed.HASH_RULE})")
 
     @classmethod
     def preflight(cls, options: dict) -> None:
         transcript.check_requirements()  # the pinned Chinese converter and segmenter, before any scoring
-
-    @classmethod
-    def source_files(cls) -> list[Path]:
-        return [*super().source_files(), Path(__file__), *transcript.source_files()]
 
     @abstractmethod
     def model_description(self) -> str: ...
@@ -44,22 +98,39 @@ class WhisperScorer(Scorer):
     @abstractmethod
     def transcribe_batch(self, items: list[ScoreItem]) -> list[str]: ...
 
-    def protocol(self) -> dict:
-        return {"backend": self.backend, "model": self.options["model"], "weights_sha256": self.weights_sha256(),
-                "decoding": DECODING, "normalisation": self.options["normalisation"],
-                "text": transcript.protocol(self.options["normalisation"])}
-
     @abstractmethod
     def weights_sha256(self) -> str: ...
 
+    def decoding(self) -> Decoding:
+        return DECODINGS[self.options.get("decoding") or DEFAULT_DECODING]
+
+    def seed(self) -> int:
+        seed = self.options.get("seed")
+        return DEFAULT_SEED if seed is None else int(seed)
+
+    def sample_seed(self, item: ScoreItem) -> int:
+        return sample_seed.scoring_seed(self.seed(), item.sample_id)
+
+    def protocol(self) -> dict:
+        return {"backend": self.backend, "model": self.options["model"], "weights_sha256": self.weights_sha256(),
+                "decoding": self.decoding().describe(), "decoding_name": self.decoding().name,
+                "seed": self.seed(), "sample_seed_policy": sample_seed.POLICY, "sample_hash": sample_seed.HASH_RULE,
+                "normalisation": self.options["normalisation"],
+                "text": transcript.protocol(self.options["normalisation"])}
+
     def version(self) -> str:
-        return (f"{self.model_description()}; {DECODING}; language from the pair; jiwer per utterance after "
-                f"{self.options['normalisation']} ({transcript.VERSION}); v1")
+        return (f"{self.model_description()}; {self.decoding().name}: {self.decoding().describe()}; seed "
+                f"{self.seed()} + sample hash per file; language from the pair; jiwer per utterance after "
+                f"{self.options['normalisation']} ({transcript.VERSION}); v2")
+
+    @classmethod
+    def source_files(cls) -> list[Path]:
+        return [*super().source_files(), Path(__file__), Path(sample_seed.__file__), *transcript.source_files()]
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         records = []
         for item, hypothesis in zip(items, self.transcribe_batch(items)):
-            values = transcript.score_transcript(item.target_text, hypothesis, whisper_language(item.language),
-                                                 self.options["normalisation"])
+            values = transcript.score_transcript(item.target_text, hypothesis,
+                                                 whisper_language(item.language) or "", self.options["normalisation"])
             records.append(ScoreRecord(item.sample_id, values))
         return records

@@ -1,11 +1,20 @@
 """WER with faster-whisper (CTranslate2): any converted Whisper folder (base / tiny.en carried by wheels,
-large-v3 for users).
+large-v3 for users), with the decoding options of rvcbench's openai-whisper call (``whisper_common``) and
+faster-whisper's own temperature fallback.
 
 Each clip is read exactly as ``WhisperModel.transcribe(path)`` reads it: ``faster_whisper.audio.decode_audio``
-(PyAV: s16 mono at the feature extractor's 16 kHz). Clips up to 30 s are decoded together: each clip's single 30 s window is encoded (batched on a GPU,
-one by one on a CPU), then all are greedily decoded in one ``generate`` call with the options, prompt
-and silence rule that ``WhisperModel.transcribe`` uses for a one-window clip. Longer clips go through
-``transcribe``.
+(PyAV: s16 mono at the feature extractor's 16 kHz). Clips up to 30 s first go through one batched pass at
+temperature 0: each clip's single window is encoded (batched on a GPU, one by one on a CPU), then all are greedily
+decoded in one ``generate`` call with the prompt, options and silence rule that ``transcribe`` uses for a
+one-window clip. A clip whose greedy result ``transcribe`` would accept (faster-whisper's own rule:
+``generate_with_fallback``) keeps it; any other clip (one that falls back), a longer clip or one whose language must
+be detected is decoded by ``transcribe`` itself.
+
+Seeds: CTranslate2 samples from a per-thread generator seeded from ``ctranslate2.set_random_seed`` only the first
+time a worker thread samples, so re-seeding a loaded model does nothing (measured: the same seed gave other
+hypotheses on a second call). A clip that can sample (the fallback decoding) is therefore transcribed by a fresh
+copy of the model (a new worker thread) right after ``set_random_seed(<the sample's seed>)``: its fallback is then
+a function of the clip and its sample id (about a second of loading per such clip on a CPU).
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from pathlib import Path
 from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import FASTER_WHISPER
-from clonebench.evaluate.scorers.whisper_common import WhisperScorer, skip_as_silence, whisper_language
+from clonebench.evaluate.sample_seed import seeded
+from clonebench.evaluate.scorers.whisper_common import WhisperScorer, whisper_language
 from clonebench.errors import ConfigError
 
 
@@ -89,47 +99,81 @@ class FasterWhisperScorer(WhisperScorer):
         import torch
 
         device, _, index = self.device.partition(":")
-        self._model = WhisperModel(str(folder), device=device, device_index=int(index or 0),
-                                   compute_type=self.compute_type(), cpu_threads=torch.get_num_threads())
+        self._model_args = {"model_size_or_path": str(folder), "device": device, "device_index": int(index or 0),
+                            "compute_type": self.compute_type(), "cpu_threads": torch.get_num_threads()}
+        self._model = WhisperModel(**self._model_args)
 
     def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
-        import numpy as np
         from faster_whisper.audio import decode_audio, pad_or_trim
-        from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_suppressed_tokens
 
         model = self._model
         extractor = model.feature_extractor
         texts: list[str | None] = [None] * len(items)
-        windows: dict[str, list[tuple[int, np.ndarray]]] = {}
+        windows: dict[str, list[tuple[int, object]]] = {}
+        audios = {}
         for index, item in enumerate(items):
             audio = decode_audio(str(item.generated_path), sampling_rate=extractor.sampling_rate)
             language = whisper_language(item.language) if model.model.is_multilingual else "en"
             features = extractor(audio)
             content_frames = features.shape[-1] - 1
-            if content_frames > extractor.nb_max_frames:
-                segments, _ = model.transcribe(audio, language=language, task="transcribe", beam_size=1, best_of=1,
-                                               temperature=0.0, condition_on_previous_text=False,
-                                               without_timestamps=True, vad_filter=False)
-                texts[index] = "".join(s.text for s in segments).strip()
+            if content_frames > extractor.nb_max_frames or language is None:
+                texts[index] = self._transcribe(audio, language, item)
                 continue
+            audios[index] = audio
             windows.setdefault(language, []).append((index, pad_or_trim(features[:, :content_frames])))
         for language, chosen in windows.items():
-            tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
-            prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
-            encoded = self._encode([w for _, w in chosen])
-            results = model.model.generate(
-                encoded, [list(prompt) for _ in chosen], beam_size=1, patience=1, length_penalty=1,
-                repetition_penalty=1, no_repeat_ngram_size=0, max_length=model.max_length, return_scores=True,
-                return_no_speech_prob=True, suppress_blank=True,
-                suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
-                max_initial_timestamp_index=int(round(1.0 / model.time_precision)))
-            for (index, _), result in zip(chosen, results):
-                tokens = result.sequences_ids[0]
-                avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
-                silent = skip_as_silence(result.no_speech_prob, avg_logprob)
-                texts[index] = "" if silent else tokenizer.decode(tokens).strip()
+            for index, text in zip([i for i, _ in chosen], self._greedy_pass(language, [w for _, w in chosen])):
+                texts[index] = text if text is not None else self._transcribe(audios[index], language, items[index])
         return [t or "" for t in texts]
+
+    def _greedy_pass(self, language: str, windows: list) -> list[str | None]:
+        """The temperature-0 decode of one-window clips, batched: each text as ``transcribe`` would return it, or
+        None where ``transcribe`` would go on to the next temperature."""
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_compression_ratio, get_suppressed_tokens
+
+        model, decoding = self._model, self.decoding()
+        tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
+        prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
+        results = model.model.generate(
+            self._encode(windows), [list(prompt) for _ in windows], beam_size=1, patience=1, length_penalty=1,
+            repetition_penalty=1, no_repeat_ngram_size=0, max_length=model.max_length, return_scores=True,
+            return_no_speech_prob=True, suppress_blank=True, suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
+            max_initial_timestamp_index=int(round(1.0 / model.time_precision)))
+        texts: list[str | None] = []
+        for result in results:
+            tokens = result.sequences_ids[0]
+            avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
+            text = tokenizer.decode(tokens).strip()
+            low = avg_logprob < decoding.logprob_threshold
+            silent = result.no_speech_prob > decoding.no_speech_threshold
+            # generate_with_fallback: too repetitive or too unsure falls back, unless it is silence
+            falls_back = (get_compression_ratio(text) > decoding.compression_ratio_threshold or low) \
+                and not (silent and low)
+            if falls_back and decoding.falls_back:
+                texts.append(None)
+            else:  # generate_segments: skip a silent window unless its log-probability is high enough
+                texts.append("" if silent and not avg_logprob > decoding.logprob_threshold else text)
+        return texts
+
+    def _transcribe(self, audio, language: str | None, item: ScoreItem) -> str:
+        """``WhisperModel.transcribe`` with the protocol's options; a decoding that can sample runs on a fresh copy
+        of the model seeded with the sample's seed (see the module docstring)."""
+        import copy
+
+        import ctranslate2
+        from faster_whisper import WhisperModel
+
+        options = {**self.decoding().faster_kwargs(), **({"language": language} if language else {})}
+        model = self._model
+        value = self.sample_seed(item)
+        with seeded(value, self.device):
+            if self.decoding().falls_back:
+                model = copy.copy(self._model)
+                ctranslate2.set_random_seed(value)
+                model.model = WhisperModel(**self._model_args).model
+            segments, _ = model.transcribe(audio, **options)
+            return "".join(s.text for s in segments).strip()
 
     def _encode(self, windows: list):
         """Encoder output for a batch of windows. On a CPU the encoder runs one window at a time and only the

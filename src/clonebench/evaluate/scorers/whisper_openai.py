@@ -1,9 +1,11 @@
-"""WER with openai-whisper (the reproduction protocol: ``medium``, sha256-locked).
+"""WER with openai-whisper (the reproduction protocol: ``medium``, sha256-locked), decoded as rvcbench 2.2.1 does.
 
-Each clip is read exactly as ``model.transcribe(path)`` reads it: ``whisper.audio.load_audio`` (the ffmpeg
-CLI: 16 kHz, mono downmix, s16le). Clips up to 30 s are decoded as one batch (``whisper.decode`` on stacked
-log-mel windows, exactly the window, options and silence rule ``transcribe()`` uses for a single-window clip);
-longer clips go through ``model.transcribe`` one at a time. fp16 only on CUDA.
+One ``model.transcribe(path, ...)`` call per file, exactly upstream's call (``whisper_common``: its options, the
+temperature fallback, long-form 30 s windows), with the RNGs seeded as upstream seeds them immediately before it
+(``evaluate/sample_seed.py``). The file is read by ``transcribe`` itself (``whisper.audio.load_audio``: the ffmpeg
+CLI, 16 kHz, mono downmix, s16le). fp16 only on CUDA (upstream leaves ``fp16=True``, which openai-whisper turns
+off on a CPU). No batching: a batched first pass would round differently from upstream's per-file decode
+(fp16 on a GPU especially), and a fallback decode samples from the per-file seeded RNG anyway.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from clonebench.errors import ConfigError
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import OPENAI_WHISPER_SHA256
-from clonebench.evaluate.scorers.whisper_common import WhisperScorer, skip_as_silence, whisper_language
+from clonebench.evaluate.sample_seed import seeded
+from clonebench.evaluate.scorers.whisper_common import WhisperScorer, whisper_language
 
 
 def ffmpeg_version() -> str:
@@ -91,41 +94,13 @@ class OpenAIWhisperScorer(WhisperScorer):
         self._model = whisper.load_model(str(path), device=self.device)
 
     def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
-        import torch
-        import whisper
-        from whisper.audio import N_FRAMES, N_SAMPLES, load_audio
-        from whisper.tokenizer import get_tokenizer
-
+        options = self.decoding().openai_kwargs()
         fp16 = self.precision() == "float16"
-        dims = self._model.dims
-        texts: list[str | None] = [None] * len(items)
-        windows, positions, languages = [], [], []
-        for index, item in enumerate(items):
-            audio = load_audio(str(item.generated_path))  # what transcribe(path) reads
-            if len(audio) > N_SAMPLES:
-                result = self._model.transcribe(audio, language=whisper_language(item.language), task="transcribe",
-                                                temperature=0.0, condition_on_previous_text=False,
-                                                without_timestamps=True, fp16=fp16)
-                texts[index] = result["text"].strip()
-                continue
-            mel = whisper.log_mel_spectrogram(audio, dims.n_mels, padding=N_SAMPLES)
-            content_frames = mel.shape[-1] - N_FRAMES
-            windows.append(whisper.pad_or_trim(mel[:, :content_frames], N_FRAMES))
-            positions.append(index)
-            languages.append(whisper_language(item.language))
-        for language in sorted(set(languages)):  # one decode call per language in the batch
-            chosen = [k for k, lang in enumerate(languages) if lang == language]
-            batch = torch.stack([windows[k] for k in chosen]).to(self._model.device)
-            batch = batch.half() if fp16 else batch
-            options = whisper.DecodingOptions(task="transcribe", language=language, temperature=0.0,
-                                              without_timestamps=True, fp16=fp16)
-            tokenizer = get_tokenizer(self._model.is_multilingual, num_languages=self._model.num_languages,
-                                      language=language, task="transcribe")
-            with torch.inference_mode():
-                results = whisper.decode(self._model, batch, options)
-            for k, result in zip(chosen, results):
-                silent = skip_as_silence(result.no_speech_prob, result.avg_logprob)
-                # as transcribe(): only text tokens (below <|endoftext|>) make up the text
-                text = tokenizer.decode([t for t in result.tokens if t < tokenizer.eot])
-                texts[positions[k]] = "" if silent else text.strip()
-        return [t or "" for t in texts]
+        texts = []
+        for item in items:
+            language = whisper_language(item.language)
+            extra = {"language": language} if language else {}
+            with seeded(self.sample_seed(item), self.device):
+                result = self._model.transcribe(str(item.generated_path), fp16=fp16, **options, **extra)
+            texts.append(result["text"].strip())
+        return texts
