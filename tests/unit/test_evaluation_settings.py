@@ -25,11 +25,12 @@ def test_precedence_vc_then_group_then_auto():
     assert read_settings(compose(OTS, []), OTS).evaluation.device is None
 
 
-@pytest.mark.parametrize("overrides, seed", [([], 42), (["+seed=7"], 7), (["+seed=null"], 42),
+@pytest.mark.parametrize("overrides, seed", [([], 42), (["+seed=7"], 42), (["+seed=7", "evaluation.seed=null"], 7),
+                                             (["+seed=null", "evaluation.seed=null"], 42),
                                              (["+seed=7", "evaluation.seed=5"], 5)])
-def test_scoring_seed_is_the_run_seed_as_rvcbench_scores(overrides, seed):
-    """rvcbench's runner scores with the run seed (42 when none): evaluation.seed null follows it; it enters the
-    Whisper scorer's options (its protocol and fingerprint)."""
+def test_scoring_seed_is_fixed_unless_asked_to_follow_the_run_seed(overrides, seed):
+    """The scoring seed is rvcbench score's 42 whatever seed generated the run (so runs of different seeds compare);
+    evaluation.seed null follows the run seed as rvcbench's runner does; it enters the Whisper scorer's options."""
     evaluation = read_settings(compose(OTS, overrides), OTS).evaluation
     assert evaluation.seed == seed and evaluation.scorer_options["whisper"]["seed"] == seed
     assert evaluation.scorer_options["whisper"]["decoding"] == "fallback_v1"
