@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "doctor": ("clonebench.cli.doctor", "check the installation and print the fix for each problem"),
     "repeat": ("clonebench.cli.repeat", "re-send a run's first requests; report byte-identical outputs"),
     "merge": ("clonebench.cli.merge_cmd", "merge a sweep's shard runs into one run"),
+    "suite": ("clonebench.cli.suite_cmd", "summary and submission.json of a suite run, derived from its task runs"),
 }
 
 
