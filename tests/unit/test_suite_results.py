@@ -57,9 +57,9 @@ def write_task_run(task_dir: Path, suite, task, values, failed=(), missing=()):
                                                                 "task_evaluation": {"bootstrap_resamples": 200}}))
 
 
-def fake_suite(root: Path, model: str, seed: int, shift: float = -0.1, failed=(), missing=()):
-    """A core-v1 suite run of CORE_TASKS; background = background-clean + ``shift`` in SIM, pair by pair."""
-    suite = load_suite("core-v1", CORE_TASKS)
+def fake_suite(root: Path, model: str, seed: int, shift: float = -0.1, failed=(), missing=(), tasks=CORE_TASKS):
+    """A core-v1 suite run of ``tasks``; background = background-clean + ``shift`` in SIM, pair by pair."""
+    suite = load_suite("core-v1", tasks)
     rng = np.random.default_rng(seed)
     values = {}
     for task in suite.tasks:

@@ -33,13 +33,13 @@ def _static(name: str) -> str:
     return resources.files("clonebench.report").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def paper_table(rows: list[dict]) -> str:
-    top = best(rows)
-    head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in COLUMNS) + "</tr>"
+def paper_table(rows: list[dict], columns: list = COLUMNS) -> str:
+    top = best(rows, columns)
+    head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in columns) + "</tr>"
     body = []
     for row in rows:
         cells = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in columns:
             cell = row["cells"].get(key)
             text = escape(_cell(cell))
             bold = is_best(cell, top, key)
@@ -84,8 +84,14 @@ def _paired(views: list[RunView]) -> str:
             "<th>mean |Δ|</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
-def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False) -> Path:
-    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path."""
+def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False,
+                      columns: list = COLUMNS, suites: list = ()) -> Path:
+    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path. Suite runs add their
+    task sections (report.html_suite); a page of suite runs only has no per-sample table."""
+    from clonebench.report.html_suite import suite_section, write_suite_page
+
+    if not views:
+        return write_suite_page(paper_table(rows, columns), list(suites), out_dir, _static("report.css"))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots([v.table for v in views], out_dir)
@@ -110,7 +116,8 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <title>{escape(title)}</title><style>{_static("report.css")}</style></head>
 <body><h1>{escape(title)}</h1>
 <nav><a href="#table">table</a> · <a href="#plots">plots</a> · <a href="#samples">samples</a>{' · <a href="#paired">paired deltas</a>' if len(views) == 2 else ''} · <a href="#provenance">provenance</a> · <a href="#coverage">coverage</a></nav>
-<h2 id="table">Results</h2>{paper_table(rows)}
+<h2 id="table">Results</h2>{paper_table(rows, columns)}
+{"".join(suite_section(s) for s in suites)}
 <h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
 {_paired(views)}
 <h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort; in the transcripts,

@@ -20,13 +20,13 @@ BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; 
              "values, not runs of this harness.")
 
 
-def run_rows(tables: list[ResultTable]) -> list[dict]:
+def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
     rows = []
     for table in tables:
         label = table.label + (" (partial)" if table.status != "complete" else "") \
             + (" (no seed)" if table.seed_policy == "not_supported" or table.seed_honoured is False else "")
         row = {"name": label, "source": "run", "cells": {}, "notes": []}
-        for key, _, _ in COLUMNS:
+        for key, _, _ in columns:
             entry = table.metrics_summary.get(key)
             if entry and entry.get("mean") is not None:
                 row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
@@ -60,9 +60,9 @@ def footnotes(rows: list[dict]) -> list[str]:
     return notes
 
 
-def best(rows: list[dict]) -> dict[str, float]:
+def best(rows: list[dict], columns: list = COLUMNS) -> dict[str, float]:
     out = {}
-    for key, _, higher in COLUMNS:
+    for key, _, higher in columns:
         values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]
                   and not r["cells"][key].get("unverified")]  # an unverified scorer's value is never "best"
         if values:
@@ -85,12 +85,12 @@ def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
     return text + (" †" if cell.get("unverified") else "")
 
 
-def markdown(rows: list[dict]) -> str:
-    top = best(rows)
-    lines = ["| model | " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+def markdown(rows: list[dict], columns: list = COLUMNS) -> str:
+    top = best(rows, columns)
+    lines = ["| model | " + " | ".join(h for _, h, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for row in rows:
         cells = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in columns:
             text = _cell(row["cells"].get(key))
             cells.append(f"**{text}**" if is_best(row["cells"].get(key), top, key) else text)
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
@@ -103,13 +103,13 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def latex(rows: list[dict]) -> str:
-    top = best(rows)
-    header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in COLUMNS])
-    lines = [r"\begin{tabular}{l" + "c" * len(COLUMNS) + "}", r"\toprule", header + r" \\", r"\midrule"]
+def latex(rows: list[dict], columns: list = COLUMNS) -> str:
+    top = best(rows, columns)
+    header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in columns])
+    lines = [r"\begin{tabular}{l" + "c" * len(columns) + "}", r"\toprule", header + r" \\", r"\midrule"]
     for row in rows:
         cells = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in columns:
             cell = row["cells"].get(key)
             text = "--" if not cell else f"{cell['mean']:.3f}"
             if cell and cell.get("ci"):
@@ -124,16 +124,16 @@ def latex(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def csv_text(rows: list[dict]) -> str:
+def csv_text(rows: list[dict], columns: list = COLUMNS) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["model", "source"]
-    for key, _, _ in COLUMNS:
+    for key, _, _ in columns:
         header += [key, f"{key}_ci_low", f"{key}_ci_high", f"{key}_n"]
     writer.writerow(header)
     for row in rows:
         out = [row["name"], row["source"]]
-        for key, _, _ in COLUMNS:
+        for key, _, _ in columns:
             cell = row["cells"].get(key) or {}
             ci = cell.get("ci") or [None, None]
             out += [cell.get("mean"), ci[0], ci[1], cell.get("n")]
