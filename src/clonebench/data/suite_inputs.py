@@ -100,7 +100,8 @@ def load_task_samples(suite: Suite, root: Path, seed: int | None,
             samples = samples_from_rows(label, rows.rows, rows.variant, seed,
                                         file_audio_source(task.data_dir(root), checked))
         except ManifestError as exc:
-            problems[task.name] = [p.replace(f"{label} ", "", 1) for p in exc.problems]
+            problems[task.name] = [p.replace(f"{label} ", "", 1).replace("the manifest says",
+                                                                         f"{task.selection} says") for p in exc.problems]
             continue
         if input_fingerprint(samples) != rows.selection.input_fingerprint:  # all hashes matched: cannot happen
             problems[task.name] = [f"input fingerprint {input_fingerprint(samples)} differs from the selection's "

@@ -8,7 +8,7 @@
   a tiny deterministic tone (``speech="tiny"``: benchmarks at full-v1's size);
 - ``<out>/suite/<suite folder>/``: the suite's files, byte for byte, except that each built task's selection file
   has every sample's ``prompt_sha256``/``target_sha256`` rewritten to the synthetic files' hashes and its
-  ``input_fingerprint`` recomputed (sample ids, source indices and the metadata file are untouched, so the
+  ``input_fingerprint`` recomputed (sample ids, source indices and, with every=1, the metadata file are untouched, so the
   synthetic suite selects exactly the upstream pairs). Tasks not built keep the upstream selection, whose hashes
   the synthetic data does not match.
 """
@@ -66,24 +66,35 @@ def _spoken(text: str, language: str, speaker: str) -> np.ndarray:
     return espeak(words or "silence", voice, 25 + seed % 60, 150 + seed % 40, RATE)
 
 
-def _files(suite: Suite, names: list[str]) -> dict[str, tuple[str, str, str, str]]:
+def _files(suite: Suite, names: list[str], every: int) -> dict[str, tuple[str, str, str, str]]:
     """Every file the tasks name: path under the dataset root -> (text, language, speaker, task)."""
     wanted: dict[str, tuple[str, str, str, str]] = {}
     for name in names:
         task = suite.task(name)
         prefix = "" if task.repo_paths else f"{task.hf_config_name}/"
-        for row in task_rows(suite, task).rows:
+        for row in task_rows(suite, task).rows[::every]:
             for role in ("prompt", "target"):
                 wanted.setdefault(prefix + row[f"{role}_file_name"],
                                   (row[f"{role}_text"], row[f"{role}_language"], row["speaker_id"], name))
     return wanted
 
 
-def _rewrite_selection(suite: Suite, name: str, hashes: dict[str, str]) -> bytes:
+def _gz(data: bytes, name: str) -> bytes:
+    return gzip.compress(data, mtime=0) if name.endswith(".gz") else data
+
+
+def _rewrite(suite: Suite, name: str, hashes: dict[str, str], every: int) -> tuple[bytes, bytes]:
+    """The task's metadata (every ``every``-th row) and its selection with the synthetic files' hashes."""
     task = suite.task(name)
     rows = task_rows(suite, task)
     prefix = "" if task.repo_paths else f"{task.hf_config_name}/"
+    metadata = suite.file_bytes(task.manifest)
+    if every > 1:
+        metadata = _gz(json.dumps(suite.read(task.manifest)[::every], indent=2, ensure_ascii=False).encode("utf-8"),
+                       task.manifest)
     selection = suite.read(task.selection)
+    selection["samples"] = selection["samples"][::every]
+    selection.update(requested=len(selection["samples"]), metadata_sha256=sha256_bytes(metadata))
     by_pair = {row["pair_id"]: row for row in rows.rows}
     records = []
     for sample in selection["samples"]:
@@ -93,17 +104,20 @@ def _rewrite_selection(suite: Suite, name: str, hashes: dict[str, str]) -> bytes
         records.append({k: sample[k] for k in ("sample_id", "prompt_sha256", "target_sha256", "prompt_text",
                                               "target_text", "prompt_language", "target_language", "source_index")})
     selection["input_fingerprint"] = digest(records)
-    data = json.dumps(selection, indent=2, ensure_ascii=False).encode("utf-8")
-    return gzip.compress(data, mtime=0) if task.selection.endswith(".gz") else data
+    return metadata, _gz(json.dumps(selection, indent=2, ensure_ascii=False).encode("utf-8"), task.selection)
 
 
-def build_suite_standin(name: str, out: Path, tasks: list[str] | None = None, speech: str = "espeak") -> Path:
-    """Write the synthetic dataset and suite copy under ``out``; returns the suite folder (pass it as suite.name)."""
+def build_suite_standin(name: str, out: Path, tasks: list[str] | None = None, speech: str = "espeak",
+                        every: int = 1) -> Path:
+    """Write the synthetic dataset and suite copy under ``out``; returns the suite folder (pass it as suite.name).
+
+    ``every`` > 1 keeps every ``every``-th pair of each built task (a smaller suite of the same shape, for the
+    scale benchmark); the kept pairs keep their upstream ids."""
     out = Path(out)
     suite = load_suite(name)
     chosen = [t.name for t in (load_suite(name, tasks).tasks if tasks else suite.tasks) if not t.derived]
     hashes: dict[str, str] = {}
-    for path, (text, language, speaker, _) in sorted(_files(suite, chosen).items()):
+    for path, (text, language, speaker, _) in sorted(_files(suite, chosen, every).items()):
         audio = _tiny(path) if speech == "tiny" else _spoken(text, language, speaker)
         data = _encode(audio, path)
         atomic_write_bytes(out / "dataset" / path, data)
@@ -113,7 +127,8 @@ def build_suite_standin(name: str, out: Path, tasks: list[str] | None = None, sp
     for task in suite.tasks:
         if task.derived:
             continue
-        atomic_write_bytes(folder / task.manifest, suite.file_bytes(task.manifest))
-        atomic_write_bytes(folder / task.selection, _rewrite_selection(suite, task.name, hashes)
-                           if task.name in chosen else suite.file_bytes(task.selection))
+        metadata, selection = (_rewrite(suite, task.name, hashes, every) if task.name in chosen else
+                               (suite.file_bytes(task.manifest), suite.file_bytes(task.selection)))
+        atomic_write_bytes(folder / task.manifest, metadata)
+        atomic_write_bytes(folder / task.selection, selection)
     return folder
