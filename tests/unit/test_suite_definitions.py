@@ -5,6 +5,7 @@ sha256 and task selection equal rvcbench's own ``load_suite``; a changed package
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -149,3 +150,34 @@ def test_missing_fields_are_filled_as_rvcbench_fills_them(tmp_path):
     assert [s.row.pair_id for s in samples] == ["VCTK-p1-000000", "VCTK-p2-000001"]
     assert [s.row.manifest_variant for s in samples] == ["speaker", "speaker_text"]
     assert input_fingerprint(samples) == upstream_fingerprint(upstream)
+
+
+def test_a_hostile_suite_folder_is_refused(tmp_path):
+    """A suite given by path: task files must be plain names in its folder, and the pairs must match the selection."""
+    package = installed_package()
+    source = package.root / "rvcbench/suites/onboarding_v1"
+    folder = tmp_path / "onboarding_v1"
+    shutil.copytree(source, folder)
+    spec = json.loads((folder / "suite.json").read_text())
+    spec["tasks"][1]["manifest"] = "../../etc/passwd"
+    (folder / "suite.json").write_text(json.dumps(spec))
+    with pytest.raises(SuiteFileError, match=r"task vctk: manifest '../../etc/passwd' must be a plain file"):
+        load_suite(str(folder))
+    spec["tasks"][1]["manifest"] = "vctk16_v1.metadata.json"
+    spec["tasks"][1]["hf_config_name"] = "../VCTK"
+    (folder / "suite.json").write_text(json.dumps(spec))
+    with pytest.raises(SuiteFileError, match="hf_config_name '../VCTK' must be a plain"):
+        load_suite(str(folder))
+    spec["tasks"][1]["hf_config_name"] = "VCTK"
+    (folder / "suite.json").write_text(json.dumps(spec))
+    rows = json.loads((folder / "vctk16_v1.metadata.json").read_text())
+    (folder / "vctk16_v1.metadata.json").write_text(json.dumps(rows[:-1]))
+    suite = load_suite(str(folder))
+    assert suite.package.describe()["record_verified"] is False
+    with pytest.raises(SuiteFileError, match="its selection file says"):  # metadata_sha256 no longer matches
+        task_rows(suite, suite.task("vctk"))
+    selection = json.loads((folder / "vctk16_v1.selection.json").read_text())
+    selection["metadata_sha256"] = hashlib.sha256((folder / "vctk16_v1.metadata.json").read_bytes()).hexdigest()
+    (folder / "vctk16_v1.selection.json").write_text(json.dumps(selection))
+    with pytest.raises(SuiteFileError, match="selects 15 distinct pairs, vctk16_v1.selection.json lists 16"):
+        task_rows(load_suite(str(folder)), suite.task("vctk"))

@@ -210,6 +210,11 @@ def _check(spec: dict, tasks: list[Task], where: str) -> None:
         if not task.derived and not (task.manifest and task.selection and (task.hf_config_name or task.repo_paths)):
             raise SuiteFileError(f"{where} task {task.name}: needs manifest, selection and hf_config_name "
                                  "(or paths: repo)")
+        for key in ("manifest", "selection", "hf_config_name"):
+            value = getattr(task, key)
+            if value is not None and (not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value):
+                raise SuiteFileError(f"{where} task {task.name}: {key} {value!r} must be a plain file or folder name "
+                                     "(letters, digits, '_', '.', '-'; no path separator or '..')")
     unknown = {m for metrics in metric_sets for m in metrics} - set(UPSTREAM_METRICS)
     if unknown:
         raise SuiteFileError(f"{where}: unknown metrics {sorted(unknown)}; known: {sorted(UPSTREAM_METRICS)}")

@@ -147,6 +147,7 @@ def task_rows(suite: Suite, task: Task) -> TaskRows:
     variant = Selection(dataset_variant(task.dataset_config), None, None)
     groups: dict[str, dict[str, str]] = {}
     problems: list[str] = []
+    kept = set()
     for number, row in enumerate(rows):
         if variant.manifest_variant is not None and row.get("manifest_variant") != variant.manifest_variant:
             continue
@@ -159,7 +160,11 @@ def task_rows(suite: Suite, task: Task) -> TaskRows:
                             f"{task.selection}")
             continue
         row["prompt_sha256"], row["target_sha256"] = frozen.prompt_sha256, frozen.target_sha256
+        kept.add(frozen.sample_id)
         groups[parsed.pair_id] = {column: str(row.get(column) or "") for column in task.group_by}
+    if not problems and kept != set(selection.samples):
+        problems.append(f"{task.manifest} selects {len(kept)} distinct pairs, {task.selection} lists "
+                        f"{len(selection.samples)}")
     if problems:
         raise SuiteFileError(f"{where}: the suite files disagree:\n  " + "\n  ".join(problems[:20]))
     return TaskRows(task, rows, groups, selection, variant)
