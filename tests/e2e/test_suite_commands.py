@@ -59,6 +59,7 @@ def core_standin(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # ~3 min on a quiet 2-core machine (scoring 52 pairs on CPU); far more when it is shared
 def test_readme_suite_commands_run_as_printed(onboarding_standin, core_standin, tmp_path):
     import torch
 

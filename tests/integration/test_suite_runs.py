@@ -86,7 +86,9 @@ def core_generated(core_standin, tmp_path_factory):
             "resumed_dir": resumed_dir, "sent_resume": sent_resume, "folder": folder, "data": data}
 
 
-def test_core_subset_generates_every_task_as_a_run_and_resumes_with_no_request(core_generated):
+def test_core_subset_generates_every_task_as_a_run_and_resumes_with_no_request(core_generated, capsys):
+    from clonebench.cli.main import main as cli
+
     suite_dir = core_generated["dir"]
     assert core_generated["first"].status == "generated"
     tasks = {p.name for p in (suite_dir / "tasks").iterdir()}
@@ -115,9 +117,14 @@ def test_core_subset_generates_every_task_as_a_run_and_resumes_with_no_request(c
     assert submission["tasks"]["compression-narrowband"]["status"] == "partial"
     assert "transform step" in submission["tasks"]["compression-narrowband"]["error"]
     assert submission["tasks"]["background"]["status"] == "generated"
+    assert cli(["status", str(suite_dir)]) == 0
+    status = capsys.readouterr().out
+    assert "suite    core-v1 generated" in status and "background-clean           generated 20/20 generated" in status
+    assert "compression-narrowband     not scored yet: derived tasks" in status
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # scores 40 pairs on CPU: a minute or two on a quiet machine
 def test_anchor_and_group_by_tasks_scored_with_the_suite_protocol(core_generated, tmp_path, capsys):
     """Scoring the generated background/background-clean pair (evaluate_only): the suite's metrics (sim, speechmos
     via the tiny UTMOS stand-in, wer, mcd), its normalisation and bootstrap; the anchor changes and the noise
