@@ -137,8 +137,8 @@ def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
               "log)", file=sys.stderr)
         return 3
     if not isinstance(result, RunResult):  # a suite run (clonebench.suite_pipeline)
-        print(result.summary)
-        print(f"suite {result.status}: {run_dir} (suite_summary.md, submission.json)")
+        print(shown(result.summary, keep_newlines=True))  # task reasons may quote a server's error text
+        print(f"suite {result.status}: {shown(run_dir)} (suite_summary.md, submission.json)")
         return 0 if result.ok else 1
     if result.generation is not None:
         print(f"run {result.generation.value}: {run_dir}")

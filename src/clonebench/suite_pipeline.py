@@ -28,7 +28,7 @@ from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.reference_length import check_reference_lengths
 from clonebench.data.suite import Suite, load_suite
 from clonebench.data.suite_inputs import SuiteInputError, TaskSamples, load_task_samples
-from clonebench.errors import ClonebenchError, ConfigError, ManifestError, ResumeError
+from clonebench.errors import ConfigError, ManifestError, ResumeError
 from clonebench.generate.journal import MANIFEST_NAME
 from clonebench.records import RunStatus
 from clonebench.settings import RunSettings
@@ -245,7 +245,3 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
 
 def is_suite_dir(path: Path) -> bool:
     return (Path(path) / SUITE_MANIFEST).is_file()
-
-
-class SuiteError(ClonebenchError):
-    """A suite directory cannot be read."""

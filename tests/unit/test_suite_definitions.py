@@ -8,7 +8,6 @@ import dataclasses
 import hashlib
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
