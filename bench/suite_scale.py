@@ -32,8 +32,10 @@ from _standins import ENV, REPO, requests_received, start_standin  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
 
-RSS = ("import atexit, resource, sys; atexit.register(lambda: print('MAXRSS', "
-       "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); ")
+# VmHWM of /proc/self/status: the process's own peak. (getrusage's ru_maxrss survives exec, so a child of this
+# script would report this script's own, larger, peak.)
+RSS = ("import atexit, sys; atexit.register(lambda: print('MAXRSS', next(int(l.split()[1]) for l in "
+       "open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)); ")
 
 
 def measured(code: str) -> dict:

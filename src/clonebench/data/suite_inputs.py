@@ -16,7 +16,7 @@ from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import input_fingerprint
 from clonebench.data.manifest import file_audio_source, samples_from_rows
 from clonebench.data.suite import Suite, Task
-from clonebench.data.suite_rows import FrozenSelection, task_rows
+from clonebench.data.suite_rows import task_rows
 from clonebench.errors import ClonebenchError, ManifestError
 from clonebench.records import Sample
 
@@ -30,12 +30,8 @@ class TaskSamples:
     task: Task
     samples: list[Sample]
     groups: dict[str, dict[str, str]]      # pair_id -> {group_by column: value}
-    selection: FrozenSelection
+    input_fingerprint: str                 # the selection file's, which the samples' equals
     label: str                             # how problems name the task's pairs file
-
-    @property
-    def input_fingerprint(self) -> str:
-        return self.selection.input_fingerprint
 
 
 class SuiteInputError(ClonebenchError):
@@ -107,7 +103,7 @@ def load_task_samples(suite: Suite, root: Path, seed: int | None,
             problems[task.name] = [f"input fingerprint {input_fingerprint(samples)} differs from the selection's "
                                    f"{rows.selection.input_fingerprint}"]
             continue
-        out[task.name] = TaskSamples(task, samples, rows.groups, rows.selection, label)
+        out[task.name] = TaskSamples(task, samples, rows.groups, rows.selection.input_fingerprint, label)
     if problems:
         raise SuiteInputError(suite, root, problems, runnable(suite, set(out)))
     if checked is not None:
