@@ -156,8 +156,9 @@ def run_suite(settings: RunSettings, suite_dir: Path, header: dict) -> SuiteRunR
     if origin is not None and os.path.realpath(origin) == os.path.realpath(suite_dir):
         locks.release()
         raise ConfigError(f"vc.resume_from={origin} is this run's own directory; a resume writes a new suite run")
-    record = SuiteRecord(suite_dir, header, suite, settings.suite.name, origin,
-                         settings.suite.model or settings.run_name)
+    name = settings.suite.name  # a suite given by path is recorded absolute: reports reload it from anywhere
+    source = str(Path(name).resolve()) if "/" in name or name.endswith(".json") else name
+    record = SuiteRecord(suite_dir, header, suite, source, origin, settings.suite.model or settings.run_name)
     try:
         result = _run(settings, suite, suite_dir, header, record)
         record.finish(result.status)
