@@ -152,8 +152,8 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
     for metric in required:
         summary = metrics["metrics"].get(CLONEBENCH_COLUMN[metric], {})
         values = [r[metric] for r in result.rows if r.get(metric) is not None]
-        result.metrics[metric] = MetricStat(sum(values) / len(values) if values else None, summary.get("ci"),
-                                            len(values), len(samples))
+        mean = summary.get("mean", sum(values) / len(values) if values else None)  # the run's own (metrics.json)
+        result.metrics[metric] = MetricStat(mean if values else None, summary.get("ci"), len(values), len(samples))
     for column in task.group_by:
         per_value: dict[str, list[dict]] = {}
         for row in result.rows:
