@@ -5,7 +5,7 @@ A synthetic full-v1 in the real layout (``clonebench.demo.suite_dataset``, ``spe
 file, the selections rewritten with their hashes; the small suite keeps every 10th pair of each task). Per size,
 each step in its own process (wall time and peak RSS):
 
-1. validate: load the suite and verify every input file (read and sha256, no cache);
+1. validate: load the suite and verify every input file (read and sha256, no cache), as a suite run does first;
 2. generate the whole suite against the stand-in answering tones (not a goal: server-bound), then
 3. resume it: ``vc.resume_from=<suite dir>``, which must send 0 requests;
 4. report: scores written into each task run as an evaluated run would (synthetic values: the report does not
@@ -86,9 +86,9 @@ def one_size(work: Path, every: int, url: str, concurrency: int, tasks: list[str
     built = time.perf_counter() - started
     root = work / "standin" / "dataset"
     validate = measured(
-        "from clonebench.data.suite import load_suite; from clonebench.data.suite_inputs import load_task_samples; "
-        f"tasks = load_task_samples(load_suite({str(folder)!r}, {tasks!r}), {str(root)!r}, 42); "
-        "print('PAIRS', sum(len(t.samples) for t in tasks.values()))")
+        "from clonebench.data.suite import load_suite; from clonebench.data.suite_inputs import check_suite_inputs; "
+        f"counts = check_suite_inputs(load_suite({str(folder)!r}, {tasks!r}), {str(root)!r}, 42); "
+        "print('PAIRS', sum(counts.values()))")
     pairs = int(next(line.split()[1] for line in validate["stdout"].splitlines() if line.startswith("PAIRS")))
     common = [f"suite.name={folder}", f"dataset.root_path={root}", f"paths.results_dir={work / 'results'}",
               f"adversary.endpoint_url={url}/v1/tts", f"adversary.concurrency={concurrency}",

@@ -27,7 +27,7 @@ from clonebench.atomic import atomic_write_json, atomic_write_text
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.reference_length import check_reference_lengths
 from clonebench.data.suite import Suite, load_suite
-from clonebench.data.suite_inputs import SuiteInputError, TaskSamples, load_task_samples
+from clonebench.data.suite_inputs import SuiteInputError, TaskSamples, check_suite_inputs, task_samples
 from clonebench.errors import ConfigError, ManifestError, ResumeError
 from clonebench.generate.journal import MANIFEST_NAME
 from clonebench.records import RunStatus
@@ -126,21 +126,17 @@ def _refuse_unsupported(settings: RunSettings) -> None:
                           "requests over several servers")
 
 
-def _precheck_references(settings: RunSettings, inputs: dict[str, TaskSamples]) -> None:
-    """Every reference of every task against the length limit and the adversary's rule, before any request."""
+def _reference_check(settings: RunSettings):
+    """A check of one task's references against the length limit and the adversary's rule (before any request)."""
     from clonebench.adversary.registry import adversary_class
     from clonebench.generate.readiness import check_reference_durations
 
     adversary = adversary_class(settings.client.protocol)(settings.client, settings.adversary_params)
-    problems = []
-    for name, ts in inputs.items():
-        try:
-            check_reference_lengths(ts.samples, settings.client.max_reference_seconds, ts.label)
-            check_reference_durations(ts.samples, adversary)
-        except (ManifestError, ConfigError) as exc:
-            problems.append(f"task {name}: {exc}")
-    if problems:
-        raise ConfigError("references refused before any request:\n" + "\n".join(problems))
+
+    def check(ts: TaskSamples) -> None:
+        check_reference_lengths(ts.samples, settings.client.max_reference_seconds, ts.label)
+        check_reference_durations(ts.samples, adversary)
+    return check
 
 
 def run_suite(settings: RunSettings, suite_dir: Path, header: dict) -> SuiteRunResult:
@@ -171,10 +167,14 @@ def run_suite(settings: RunSettings, suite_dir: Path, header: dict) -> SuiteRunR
         locks.release()
 
 
-def _load_inputs(settings: RunSettings, suite: Suite, suite_dir: Path) -> dict[str, TaskSamples]:
+def _check_inputs(settings: RunSettings, suite: Suite, suite_dir: Path) -> list[str]:
+    """Every input of every task verified, and (when generating) every reference checked, before any request; the
+    tasks to run. One task's samples are in memory at a time: each task is loaded again when it runs (unchanged
+    files are then known from the hash cache, not read again)."""
     checked = AudioCheckCache(settings.hash_cache)
     try:
-        return load_task_samples(suite, settings.dataset.root_path, settings.seed, checked)
+        check = None if settings.vc.evaluate_only else _reference_check(settings)
+        return list(check_suite_inputs(suite, settings.dataset.root_path, settings.seed, checked, check))
     except SuiteInputError as exc:
         atomic_write_text(suite_dir / INPUT_PROBLEMS, exc.listing())
         raise
@@ -196,42 +196,25 @@ def _source_run(settings: RunSettings, name: str) -> Path | None:
 
 def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord) -> SuiteRunResult:
     from clonebench.evaluate.derived import score_derived_task
-    from clonebench.evaluate.phase import run_evaluation
     from clonebench.evaluate.task_settings import task_evaluation
-    from clonebench.generate.phase import SharedGate, run_generation
+    from clonebench.generate.phase import SharedGate
     from clonebench.report.suite_outputs import write_suite_outputs
 
-    inputs = _load_inputs(settings, suite, suite_dir)
-    for ts in inputs.values():
-        task_evaluation(settings.evaluation, suite, ts.task)  # a protocol clonebench cannot score fails now
-    if not settings.vc.evaluate_only:
-        _precheck_references(settings, inputs)
-    origins = task_origins(settings.vc.resume_from, list(inputs))
+    for task in suite.tasks:
+        if not task.derived:
+            task_evaluation(settings.evaluation, suite, task)  # a protocol clonebench cannot score fails now
+    names = _check_inputs(settings, suite, suite_dir)
+    origins = task_origins(settings.vc.resume_from, names)
     gate, sources = SharedGate(), {}
     score = not settings.vc.generate_only and settings.client.measure == "quality"
-    for name, ts in inputs.items():
-        task_dir = suite_dir / TASKS_DIR / name
-        theader = task_header(header, suite, name, origins.get(name))
-        if settings.vc.evaluate_only:
-            source = _source_run(settings, name)
-            record.task(name, generation_source=str(source) if source else None)
-        else:
-            task_settings = dataclasses.replace(settings, vc=dataclasses.replace(settings.vc,
-                                                                                   resume_from=origins.get(name)))
-            log.info("suite %s: task %s (%d pairs)", suite.name, name, len(ts.samples))
-            recorder = run_generation(task_settings, task_dir, theader, samples=ts.samples, label=ts.label, gate=gate)
-            record.task(name, generation=recorder.status.value, counts=recorder.counts(),
-                        resumed_from=str(origins[name]) if name in origins else None)
-            source = task_dir if recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL) else None
-        sources[name] = source
-        if score and source is not None:
-            protocol = task_evaluation(settings.evaluation, suite, ts.task)
-            evaluated = dataclasses.replace(settings, evaluation=protocol)
-            metrics = run_evaluation(evaluated, task_dir, source, ts.samples, {**theader, "task_evaluation": {
-                "metrics": list(protocol.metrics), "wer_normalisation": protocol.scorer_options["whisper"]["normalisation"],
-                "bootstrap_resamples": protocol.bootstrap_resamples, "confidence": protocol.confidence,
-                "bootstrap_seed": protocol.bootstrap_seed, "upstream_metrics": list(suite.metrics(ts.task))}})
-            record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
+    # opened after the check pass committed what it validated: each task's files are then known, not read again
+    checked = AudioCheckCache(settings.hash_cache) if settings.hash_cache else None
+    try:
+        for name in names:
+            sources[name] = _run_task(settings, suite, suite_dir, header, record, name, origins, gate, score, checked)
+    finally:
+        if checked is not None:
+            checked.close()
     for task in suite.tasks:
         if task.derived:
             outcome = score_derived_task(suite, task, sources.get(task.derived_from),
@@ -242,6 +225,37 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
     return SuiteRunResult(suite_dir, results.status, {t.name: t.status_line() for t in results.tasks},
                           results.console_text())
 
+
+def _run_task(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord, name: str,
+              origins: dict[str, Path], gate, score: bool, checked: AudioCheckCache | None) -> Path | None:
+    """Generate (unless evaluate_only) and score (unless generate_only) one task; its generation run, if any."""
+    from clonebench.evaluate.phase import run_evaluation
+    from clonebench.evaluate.task_settings import task_evaluation
+    from clonebench.generate.phase import run_generation
+
+    ts = task_samples(suite, suite.task(name), settings.dataset.root_path, settings.seed, checked)
+    task_dir = suite_dir / TASKS_DIR / name
+    theader = task_header(header, suite, name, origins.get(name))
+    if settings.vc.evaluate_only:
+        source = _source_run(settings, name)
+        record.task(name, generation_source=str(source) if source else None)
+    else:
+        task_settings = dataclasses.replace(settings, vc=dataclasses.replace(settings.vc,
+                                                                               resume_from=origins.get(name)))
+        log.info("suite %s: task %s (%d pairs)", suite.name, name, len(ts.samples))
+        recorder = run_generation(task_settings, task_dir, theader, samples=ts.samples, label=ts.label, gate=gate)
+        record.task(name, generation=recorder.status.value, counts=recorder.counts(),
+                    resumed_from=str(origins[name]) if name in origins else None)
+        source = task_dir if recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL) else None
+    if score and source is not None:
+        protocol = task_evaluation(settings.evaluation, suite, ts.task)
+        evaluated = dataclasses.replace(settings, evaluation=protocol)
+        metrics = run_evaluation(evaluated, task_dir, source, ts.samples, {**theader, "task_evaluation": {
+            "metrics": list(protocol.metrics), "wer_normalisation": protocol.scorer_options["whisper"]["normalisation"],
+            "bootstrap_resamples": protocol.bootstrap_resamples, "confidence": protocol.confidence,
+            "bootstrap_seed": protocol.bootstrap_seed, "upstream_metrics": list(suite.metrics(ts.task))}})
+        record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
+    return source
 
 
 def is_suite_dir(path: Path) -> bool:

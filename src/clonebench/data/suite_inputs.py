@@ -9,6 +9,7 @@ complete, so that a run either has every input or narrows ``suite.tasks``. Nothi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,31 +82,55 @@ def runnable(suite: Suite, ready: set[str]) -> list[str]:
     return [t.name for t in suite.tasks if ok(t.name)]
 
 
-def load_task_samples(suite: Suite, root: Path, seed: int | None,
-                      checked: AudioCheckCache | None = None) -> dict[str, TaskSamples]:
-    """Every generated task's samples with verified audio; SuiteInputError lists every problem of every task."""
-    root = Path(root)
-    out: dict[str, TaskSamples] = {}
+def task_samples(suite: Suite, task: Task, root: Path, seed: int | None,
+                 checked: AudioCheckCache | None = None) -> TaskSamples:
+    """One generated task's samples with verified audio; ManifestError lists its problems (task, row, file)."""
+    rows = task_rows(suite, task)
+    label = f"{suite.name} task {task.name} ({task.manifest})"
+    try:
+        samples = samples_from_rows(label, rows.rows, rows.variant, seed,
+                                    file_audio_source(task.data_dir(Path(root)), checked))
+    except ManifestError as exc:
+        raise ManifestError(label, [p.replace(f"{label} ", "", 1).replace("the manifest says", f"{task.selection} says")
+                                    for p in exc.problems], exc.bad_rows) from None
+    if input_fingerprint(samples) != rows.selection.input_fingerprint:  # every hash matched: cannot happen
+        raise ManifestError(label, [f"input fingerprint {input_fingerprint(samples)} differs from the selection's "
+                                    f"{rows.selection.input_fingerprint}"])
+    return TaskSamples(task, samples, rows.groups, rows.selection.input_fingerprint, label)
+
+
+def check_suite_inputs(suite: Suite, root: Path, seed: int | None, checked: AudioCheckCache | None = None,
+                       check: Callable[[TaskSamples], None] | None = None) -> dict[str, int]:
+    """Verify every generated task's inputs, one task at a time (one task's samples in memory at once), and run
+    ``check`` (e.g. the reference-length rules: it raises ManifestError or ConfigError) on each task's samples.
+    SuiteInputError lists every problem of every task; else the pairs per task. Validated files are remembered in
+    ``checked`` only once every task passed."""
+    counts: dict[str, int] = {}
     problems: dict[str, list[str]] = {}
     for task in suite.tasks:
         if task.derived:
             continue
-        rows = task_rows(suite, task)
-        label = f"{suite.name} task {task.name} ({task.manifest})"
         try:
-            samples = samples_from_rows(label, rows.rows, rows.variant, seed,
-                                        file_audio_source(task.data_dir(root), checked))
+            samples = task_samples(suite, task, root, seed, checked)
+            if check is not None:
+                check(samples)
         except ManifestError as exc:
-            problems[task.name] = [p.replace(f"{label} ", "", 1).replace("the manifest says",
-                                                                         f"{task.selection} says") for p in exc.problems]
+            problems[task.name] = list(exc.problems)
             continue
-        if input_fingerprint(samples) != rows.selection.input_fingerprint:  # all hashes matched: cannot happen
-            problems[task.name] = [f"input fingerprint {input_fingerprint(samples)} differs from the selection's "
-                                   f"{rows.selection.input_fingerprint}"]
+        except ClonebenchError as exc:
+            problems[task.name] = [str(exc)]
             continue
-        out[task.name] = TaskSamples(task, samples, rows.groups, rows.selection.input_fingerprint, label)
+        counts[task.name] = len(samples.samples)
     if problems:
-        raise SuiteInputError(suite, root, problems, runnable(suite, set(out)))
+        raise SuiteInputError(suite, Path(root), problems, runnable(suite, set(counts)))
     if checked is not None:
         checked.commit()
+    return counts
+
+
+def load_task_samples(suite: Suite, root: Path, seed: int | None,
+                      checked: AudioCheckCache | None = None) -> dict[str, TaskSamples]:
+    """Every generated task's samples at once (small suites, tools); SuiteInputError lists every problem."""
+    out: dict[str, TaskSamples] = {}
+    check_suite_inputs(suite, root, seed, checked, check=lambda ts: out.__setitem__(ts.task.name, ts))
     return out

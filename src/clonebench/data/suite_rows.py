@@ -15,6 +15,7 @@ input fingerprint equal the ``*.selection.json`` file's:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -24,6 +25,10 @@ from clonebench.data.manifest import Selection
 from clonebench.data.suite import Suite, Task
 from clonebench.data.suite_package import DATASET_CONFIGS_PREFIX, SuiteFileError, installed_package, read_bytes
 from clonebench.hashing import sha256_bytes
+
+
+REPEATED = ("dataset_name", "split", "speaker_id", "manifest_variant", "source_manifest", "prompt_language",
+            "target_language")
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,9 @@ def normalise(record: dict, dataset_name: str, source_manifest: str, position: i
         target_language=_text(record.get("target_language") or record.get("prompt_language")),
         target_text=_text(record.get("target_text")),
         source_manifest=record.get("source_manifest") or source_manifest, source_row=source_row)
+    for key in REPEATED:  # the same few values in every row: one string each (full-v1 has 12,724 rows)
+        if isinstance(out.get(key), str):
+            out[key] = sys.intern(out[key])
     return out
 
 

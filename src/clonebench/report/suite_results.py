@@ -88,9 +88,16 @@ class SuiteResults:
         return console_table(self)
 
 
-def _read_csv(path: Path) -> list[dict]:
+def _read_scores(path: Path) -> tuple[dict[str, dict], dict[str, str]]:
+    """Per pair of a task's sample CSV: its valid values (rvcbench names) and speaker; and its scoring errors.
+    Streamed: only what the results keep is held (full-v1 tasks have 2,000 rows of 33 columns)."""
+    scores, errors = {}, {}
     with open(path, newline="", encoding="utf-8") as handle:
-        return [dict(r) for r in csv.DictReader(handle)]
+        for row in csv.DictReader(handle):
+            scores[row["pair_id"]] = {"speaker_id": row.get("speaker_id", ""), **upstream_values(row)}
+            if row.get("errors"):
+                errors[row["pair_id"]] = row["errors"]
+    return scores, errors
 
 
 def _stat(values: list[float], n_requested: int, resamples: int, confidence: float, seed: int) -> MetricStat:
@@ -131,10 +138,11 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
                        for s in samples if s.get("status") == "generation_failed"}
     result.generated_sha256 = {s["pair_id"]: s.get("audio_sha256") for s in samples}
     evaluated = (task_dir / "metrics.json").is_file()
-    rows = _read_csv(task_dir / "generation_sample_metrics.csv") if evaluated else []
-    by_pair = {r["pair_id"]: r for r in rows}
-    result.rows = [{"pair_id": s["pair_id"], "speaker_id": s.get("speaker_id") or by_pair.get(s["pair_id"], {}).get(
-        "speaker_id", ""), **upstream_values(by_pair.get(s["pair_id"], {}))} for s in samples]
+    scores, errors = _read_scores(task_dir / "generation_sample_metrics.csv") if evaluated else ({}, {})
+    result.rows = [{**scores.get(s["pair_id"], {}), "pair_id": s["pair_id"],
+                    "speaker_id": s.get("speaker_id") or scores.get(s["pair_id"], {}).get("speaker_id", "")}
+                   for s in samples]
+    del scores
     result.coverage = coverage(samples, result.rows, required, evaluated=evaluated,
                                input_failed=len(manifest.get("input_failures", [])))
     result.status = result.coverage["status"] if samples else "failed"
@@ -144,7 +152,7 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
         return result
     metrics = json.loads((task_dir / "metrics.json").read_text(encoding="utf-8"))
     scoring = json.loads((task_dir / "scoring_manifest.json").read_text(encoding="utf-8"))
-    result.metric_failures = {r["pair_id"]: r["errors"] for r in rows if r.get("errors")}
+    result.metric_failures = errors
     result.scorer_fingerprints = metrics.get("scorer_fingerprints", {})
     resamples, confidence, seed = _bootstrap(scoring)
     result.evaluation_fingerprint = _evaluation_fingerprint(result.scorer_fingerprints, resamples, confidence, seed,
