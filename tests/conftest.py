@@ -194,3 +194,29 @@ def peer_assets(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("rvcbench_assets")
     stage_ecapa(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def onboarding_standin(tmp_path_factory) -> Path:
+    """onboarding-v1 in the RVCBench layout with eSpeak NG stand-in recordings: ``<root>/dataset/...`` and the suite
+    copy whose selections carry their hashes at ``<root>/suite/onboarding_v1`` (read-only by convention)."""
+    from clonebench.demo.suite_dataset import build_suite_standin
+
+    root = tmp_path_factory.mktemp("onboarding_standin")
+    build_suite_standin("onboarding-v1", root)
+    return root
+
+
+def suite_run(tmp_path: Path, config: str, url: str, *extra: str, run_dir: Path | None = None):
+    """One in-process suite run against ``url`` (Fish protocol); returns (SuiteRunResult, suite directory)."""
+    from clonebench.pipeline import run
+
+    run_dir = run_dir or tmp_path / "results" / "suite"
+    overrides = [f"paths.results_dir={tmp_path / 'results'}", f"adversary.endpoint_url={url}/v1/tts",
+                 "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", "adversary.ready_timeout=2",
+                 *extra]
+    return run(compose(config, overrides), run_dir, f"configs/{config}.yaml (test)"), run_dir
+
+
+OFFLINE_SCORERS = ("evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",
+                   "evaluation.whisper.allow_hub=false", "evaluation.ecapa.allow_hub=false")

@@ -51,7 +51,8 @@ def config_container(cfg: DictConfig) -> dict:
     return container
 
 
-def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
+def run(cfg: DictConfig, run_dir: Path, source: str):
+    """A run's result: RunResult, or a SuiteRunResult for a suite config (``suite.*``)."""
     from clonebench.evaluate.inputs import is_external_folder, source_run_dir
     from clonebench.evaluate.phase import run_evaluation
     from clonebench.data.selection import load_samples
@@ -62,6 +63,10 @@ def run(cfg: DictConfig, run_dir: Path, source: str) -> RunResult:
 
     header = {"run_name": settings.run_name, "phase": phase, "config_source": redact(source),
               "config": config_container(cfg), "provenance": environment_provenance()}
+    if settings.suite is not None:
+        from clonebench.suite_pipeline import run_suite
+
+        return run_suite(settings, run_dir, header)
     result = RunResult(run_dir)
     if settings.vc.evaluate_only:
         if settings.evaluation.generated_audio_dir is None:
@@ -136,6 +141,10 @@ def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
         print(f"clonebench: unexpected error: {shown(f'{type(exc).__name__}: {exc}')} (traceback in the run's "
               "log)", file=sys.stderr)
         return 3
+    if not isinstance(result, RunResult):  # a suite run (clonebench.suite_pipeline)
+        print(shown(result.summary, keep_newlines=True))  # task reasons may quote a server's error text
+        print(f"suite {result.status}: {shown(run_dir)} (suite_summary.md, submission.json)")
+        return 0 if result.ok else 1
     if result.generation is not None:
         print(f"run {result.generation.value}: {run_dir}")
     if result.evaluation is not None:

@@ -68,6 +68,15 @@ class VCSettings:
 
 
 @dataclass(frozen=True)
+class SuiteSettings:
+    """A suite run (``configs/suite/*``): every selected task of an RVCBench suite, each task a run."""
+
+    name: str                            # onboarding-v1 | core-v1 | full-v1, or the folder of a suite.json
+    tasks: tuple[str, ...] | None        # null: every task; else these (their anchors and sources are added)
+    model: str | None = None             # the model's name in submission.json and reports (null: run_name)
+
+
+@dataclass(frozen=True)
 class RunSettings:
     run_name: str
     seed: int | None
@@ -78,6 +87,18 @@ class RunSettings:
     vc: VCSettings
     adversary_params: dict[str, Any] = field(default_factory=dict)
     evaluation: Any = None
+    suite: SuiteSettings | None = None
+
+
+def read_suite(reader: ConfigReader) -> SuiteSettings | None:
+    if not reader.has("suite"):
+        return None
+    tasks = reader.list("suite.tasks", None, allow_none=True)
+    if tasks is not None and (not tasks or not all(isinstance(t, str) and t for t in tasks)):
+        raise ConfigError(f"{reader.source}: suite.tasks={tasks!r} must be null (every task) or a non-empty list of "
+                          "task names, e.g. suite.tasks=[chinese,french]")
+    return SuiteSettings(name=reader.str("suite.name"), tasks=None if tasks is None else tuple(tasks),
+                         model=reader.str("suite.model", None, allow_none=True))
 
 
 def read_seed(reader: ConfigReader) -> int | None:
@@ -94,7 +115,7 @@ def read_seed(reader: ConfigReader) -> int | None:
     return next(iter(given.values())) if given else DEFAULT_SEED
 
 
-def read_dataset(reader: ConfigReader) -> DatasetSettings:
+def read_dataset(reader: ConfigReader, suite: bool = False) -> DatasetSettings:
     columns = reader.list("dataset.hf_audio_columns", ["prompt_audio", "target_audio"])
     if len(columns) != 2 or not all(isinstance(c, str) for c in columns):
         raise ConfigError(f"{reader.source}: dataset.hf_audio_columns must name two columns [prompt, target]")
@@ -110,7 +131,15 @@ def read_dataset(reader: ConfigReader) -> DatasetSettings:
         hf_split=reader.str("dataset.hf_split", "test"),
         hf_audio_columns=(columns[0], columns[1]),
     )
-    if not settings.use_hf_dataset and settings.manifest_filename is None:
+    if suite:  # a suite names its own pairs: only dataset.root_path is used (the local copy of its HF dataset)
+        if settings.root_path is None:
+            raise ConfigError(f"{reader.source}: a suite run reads its audio from a local copy of its Hugging Face "
+                              "dataset: set dataset.root_path=DIR (DIR/<hf_config_name>/..., as in the dataset "
+                              "repository at the suite's revision)")
+        if settings.manifest_filename is not None or settings.use_hf_dataset:
+            raise ConfigError(f"{reader.source}: a suite names its own pairs; remove dataset.manifest_filename and "
+                              "set dataset.use_hf_dataset=false (configs/suite/* do)")
+    elif not settings.use_hf_dataset and settings.manifest_filename is None:
         raise ConfigError(f"{reader.source}: dataset.use_hf_dataset=false needs +dataset.manifest_filename=PATH "
                           "(a JSON or CSV pair manifest)")
     return settings
@@ -167,12 +196,13 @@ def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
     client = read_client(reader)
     params = adversary_class(client.protocol).read_params(reader)
     seed = read_seed(reader)
+    suite = read_suite(reader)
     settings = RunSettings(
         run_name=reader.str("run_name"),
         seed=seed,
         results_dir=reader.path("paths.results_dir"),
         hash_cache=reader.path("paths.hash_cache", None),
-        dataset=read_dataset(reader),
+        dataset=read_dataset(reader, suite=suite is not None),
         client=client,
         vc=VCSettings(
             generate_only=reader.bool("vc.generate_only", False),
@@ -183,6 +213,7 @@ def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
         ),
         adversary_params=params,
         evaluation=read_evaluation(reader, seed),
+        suite=suite,
     )
     if settings.vc.shard_index >= settings.vc.shard_count:
         raise ConfigError(f"{source}: vc.shard.index={settings.vc.shard_index} must be below vc.shard.count="

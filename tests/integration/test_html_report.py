@@ -72,7 +72,7 @@ def test_single_run_page_is_self_contained_sortable_and_escaped(runs, tmp_path):
         speakers = page.evaluate("""Array.from(document.querySelectorAll('#samples-table tbody tr'))
                                     .filter(r => !r.hidden).map(r => r.dataset.speaker)""")
         assert speakers == ["1002", "1002"]
-        assert page.locator("table.paper tbody tr").count() == 1 + 18
+        assert page.locator("table.paper tbody tr").count() == 1 + 22  # the run and the paper's v3 rows
     finally:
         close()
 

@@ -74,7 +74,11 @@ def test_compare_check(runs, capsys):
 def test_report_formats(runs, capsys):
     assert cli(["report", str(runs["a"]), str(runs["b"]), "--format", "md", "--with-paper"]) == 0
     md = capsys.readouterr().out
-    assert md.count(" (published) |") == 18 and "| run_a |" in md and "**" in md
+    assert md.count(" (published) |") == 22 and "| run_a |" in md and "**" in md  # paper v3 by default
+    assert "| Fish Audio S2 † (published) |" in md and "Cross-lingual SIM↑" in md
+    assert cli(["report", str(runs["a"]), "--format", "md", "--with-paper", "--paper-version", "v2"]) == 0
+    v2 = capsys.readouterr().out
+    assert v2.count(" (published) |") == 18 and "Cross-lingual" not in v2 and "Fish Audio S2" not in v2
     assert cli(["report", str(runs["a"]), str(runs["b"]), "--format", "latex"]) == 0
     tex = capsys.readouterr().out
     assert r"\toprule" in tex and r"\bottomrule" in tex and r"\textbf{" in tex and "run\\_a" in tex

@@ -22,6 +22,8 @@ NEEDS = ["dataset.use_hf_dataset=false", "+dataset.manifest_filename=m.json"]
 
 
 def _overrides(name: str) -> list[str]:
+    if name.startswith("suite/"):
+        return ["dataset.root_path=/data/RVCBench"]
     cfg = compose(name)
     if OmegaConf.select(cfg, "dataset.manifest_filename") is not None:
         return []
@@ -105,3 +107,17 @@ def test_reader_tracks_reads():
     reader = ConfigReader(OmegaConf.create({"a": {"b": 1, "c": 2}, "hydra": {"x": 1}}), "src")
     reader.int("a.b")
     assert reader.unread() == ["a.c"]
+
+
+@pytest.mark.parametrize("name, suite", [("suite/onboarding_v1", "onboarding-v1"), ("suite/core_v1", "core-v1"),
+                                         ("suite/full_v1", "full-v1")])
+def test_suite_configs_name_their_suite_and_need_the_dataset_root(name, suite):
+    settings = read_settings(compose(name, ["dataset.root_path=/data/RVCBench", "suite.tasks=[chinese,french]"]), name)
+    assert settings.suite.name == suite and settings.suite.tasks == ("chinese", "french")
+    assert settings.dataset.root_path == Path("/data/RVCBench")
+    with pytest.raises(ConfigError, match=r"set dataset.root_path=DIR"):
+        read_settings(compose(name), name)
+    with pytest.raises(ConfigError, match="remove dataset.manifest_filename"):
+        read_settings(compose(name, ["dataset.root_path=/d", "+dataset.manifest_filename=m.json"]), name)
+    with pytest.raises(ConfigError, match=r"suite.tasks=\[\] must be null"):
+        read_settings(compose(name, ["dataset.root_path=/d", "suite.tasks=[]"]), name)

@@ -25,3 +25,14 @@ def test_selection_functions_live_in_data():
     assert {"load_samples", "load_all_samples", "shard_of"} <= set(dir(selection))
     import clonebench.generate.phase as phase
     assert not hasattr(phase, "load_all_samples")
+
+
+def test_suite_definitions_are_data():
+    """Suites are data: loading one and its inputs imports no pipeline phase (and no rvcbench code)."""
+    code = ("import sys, clonebench.data.suite, clonebench.data.suite_rows, clonebench.data.suite_inputs\n"
+            "bad = sorted(m for m in sys.modules if m.startswith(('clonebench.generate', 'clonebench.evaluate', "
+            "'clonebench.report', 'clonebench.adversary', 'rvcbench')))\n"
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -64,6 +64,13 @@ class SynthesisInput:
     reference_audio: bytes
     reference_text: str
     seed: int | None
+    reference_container: str = "WAV"   # WAV, MP3, FLAC or OGG: the reference file's container, as validated
+
+    @property
+    def reference_mime(self) -> str:
+        from clonebench.data.audio import MIME_TYPES
+
+        return MIME_TYPES.get(self.reference_container, "audio/wav")
 
 
 class Adversary(ABC):

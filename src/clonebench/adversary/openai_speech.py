@@ -119,7 +119,7 @@ class OpenAISpeech(Adversary):
         body: dict[str, Any] = {
             "input": item.text,
             "voice": self.params["voice"],
-            "ref_audio": "data:audio/wav;base64," + base64.b64encode(item.reference_audio).decode("ascii"),
+            "ref_audio": f"data:{item.reference_mime};base64," + base64.b64encode(item.reference_audio).decode("ascii"),
             "ref_text": item.reference_text,
             "response_format": "wav",
             "max_new_tokens": self.params["max_new_tokens"],

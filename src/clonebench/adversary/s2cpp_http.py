@@ -89,7 +89,7 @@ class S2CppHTTP(Adversary):
                             sort_keys=True)
         content, content_type = multipart([
             ("text", item.text, None, None),
-            ("reference", item.reference_audio, "reference.wav", "audio/wav"),
+            ("reference", item.reference_audio, f"reference.{item.reference_container.lower()}", item.reference_mime),
             ("reference_text", item.reference_text, None, None),
             ("params", params, None, None),
         ])

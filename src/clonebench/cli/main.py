@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "listening-results": ("clonebench.cli.listening_results_cmd", "scores, CIs and agreement of a listening test"),
     "prompts": ("clonebench.cli.prompts_cmd", "export references and texts for a model that is not a server"),
     "score": ("clonebench.cli.score_cmd", "score folders of WAVs made outside clonebench (one per model)"),
+    "suite": ("clonebench.cli.suite_cmd", "summary and submission.json of a suite run, derived from its task runs"),
 }
 
 

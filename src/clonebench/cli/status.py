@@ -26,7 +26,7 @@ from clonebench.redact import redact_value, register_secret, shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", type=Path, help="a run directory results/<run_name>/<stamp>-<id>")
+    parser.add_argument("run_dir", type=Path, help="a run directory results/<run_name>/<stamp>-<id> (or a suite run)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -97,7 +97,34 @@ def _say_scoring(say, scoring: dict) -> None:
             + (f"; {on_disk} record(s) in the run's metric cache)" if on_disk is not None else ")"))
 
 
+def suite_status(suite_dir: Path) -> dict:
+    """A suite run: its record and each task run's summary (from the task's journal, so a suite still running or
+    killed shows what each task really finished)."""
+    record = json.loads((suite_dir / "suite_manifest.json").read_text(encoding="utf-8"))
+    tasks = {}
+    for name, entry in record.get("tasks", {}).items():
+        task_dir = suite_dir / "tasks" / name
+        tasks[name] = summarise(task_dir) if (task_dir / MANIFEST_NAME).is_file() else {
+            "status": entry.get("reason") or ("derived from " + entry["derived_from"] if entry.get("derived_from")
+                                              else "not started")}
+    return {"suite_dir": str(suite_dir), "suite": record.get("suite", {}).get("suite"), "status": record.get("status"),
+            "errors": record.get("errors", []), "tasks": tasks}
+
+
 def run(args: argparse.Namespace) -> int:
+    if (args.run_dir / "suite_manifest.json").is_file():
+        summary = redact_value(suite_status(args.run_dir))
+        if args.json:
+            print(json.dumps(summary, indent=2))
+            return 0
+        print(shown(f"suite    {summary['suite']} {summary['status']}: {summary['suite_dir']}"))
+        for error in summary["errors"]:
+            print(shown(f"error    {error}"))
+        for name, task in summary["tasks"].items():
+            coverage = f" {task['generated']}/{task['requested']} generated" if "requested" in task else ""
+            failed = f", {len(task['sample_errors'])} failed" if task.get("sample_errors") else ""
+            print(shown(f"  {name:<26} {task['status']}{coverage}{failed}"))
+        return 0
     summary = redact_value(summarise(args.run_dir))
     if args.json:
         print(json.dumps(summary, indent=2))  # ASCII-only: JSON escapes every control character

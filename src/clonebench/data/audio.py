@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
+from pathlib import PurePath
 
 import numpy as np
 import soundfile as sf
@@ -96,6 +97,49 @@ def inspect_wav(data: bytes) -> tuple[WavInfo, np.ndarray]:
 def validate_wav(data: bytes) -> WavInfo:
     """Validate WAV bytes without keeping their samples (decoded only where NaN/inf are possible)."""
     return _read(data, decode=False)[0]
+
+
+# Input recordings a dataset may hold besides WAV (RVCBench's CommonVoice French clips are MP3): a file whose name
+# ends in one of these is checked as that container, decoded by libsndfile; any other name must be a valid WAV.
+INPUT_CONTAINERS = {".mp3": "MP3", ".flac": "FLAC", ".ogg": "OGG", ".opus": "OGG"}
+MIME_TYPES = {"WAV": "audio/wav", "MP3": "audio/mpeg", "FLAC": "audio/flac", "OGG": "audio/ogg"}
+
+
+def input_container(name: str | None) -> str:
+    """The container an input file's name declares: MP3, FLAC, OGG, else WAV."""
+    return INPUT_CONTAINERS.get(PurePath(str(name or "")).suffix.lower(), "WAV")
+
+
+def validate_input_audio(data: bytes, name: str | None = None) -> WavInfo:
+    """Validate an input recording: a WAV by the rules above, or the compressed container its name declares
+    (same rules: readable, rate > 0, at least one frame, every decoded sample finite)."""
+    container = input_container(name)
+    if container == "WAV":
+        return validate_wav(data)
+    try:
+        with sf.SoundFile(io.BytesIO(data)) as handle:
+            if handle.format != container:
+                raise InvalidAudio(f"container is {handle.format}, but the file name says {container}")
+            samples = handle.read(dtype="float32", always_2d=True)
+            info = WavInfo(handle.samplerate, samples.shape[0], handle.channels, handle.subtype)
+    except (sf.LibsndfileError, RuntimeError) as exc:
+        raise InvalidAudio(f"unreadable {container} file: {exc}") from exc
+    if info.sample_rate <= 0 or info.frames < 1:
+        raise InvalidAudio(f"{container} file has no audio frames (rate {info.sample_rate})")
+    if not np.isfinite(samples).all():
+        raise InvalidAudio(f"{int((~np.isfinite(samples)).sum())} decoded sample(s) are NaN or infinite")
+    return info
+
+
+def read_input_audio(data: bytes) -> tuple[WavInfo, np.ndarray]:
+    """Description and samples of an input recording in any container libsndfile decodes (WAV, MP3, FLAC, OGG)."""
+    if data[:4] == b"RIFF":
+        return inspect_wav(data)
+    try:
+        samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError) as exc:
+        raise InvalidAudio(f"unreadable audio: {exc}") from exc
+    return WavInfo(rate, samples.shape[0], samples.shape[1], "decoded"), samples
 
 
 def to_mono(samples: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from clonebench.data.audio import InvalidAudio, validate_wav
+from clonebench.data.audio import InvalidAudio, validate_input_audio
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import SEED_MAX, sample_id, sample_seed
 from clonebench.data.ids import ID_FIELDS, id_problem
@@ -192,7 +192,7 @@ def verify_audio(data: bytes, expected: str | None, where: str, field: str, prob
                         " (wrong file or wrong dataset.root_path)")
         return None
     try:
-        validate_wav(data)
+        validate_input_audio(data, path.name if path is not None else None)
     except InvalidAudio as exc:
         problems.append(f"{where}: {field} {shown} is not usable audio: {exc}")
         return None

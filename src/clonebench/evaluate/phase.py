@@ -50,7 +50,7 @@ class EvaluationJob:
     source_run: Path
     samples: list
     header: dict
-    requested: list[Requested] = field(default_factory=list)
+    requested: list[Requested] | None = None   # None: read from source_run (load_requested); given: scored as is
     source: dict = field(default_factory=dict)
     cache: MetricCache | None = None
     rows: dict = field(default_factory=dict)
@@ -59,7 +59,7 @@ class EvaluationJob:
 
     @property
     def items(self) -> list[ScoreItem]:
-        return [r.item for r in self.requested if r.item is not None]
+        return [r.item for r in self.requested or () if r.item is not None]
 
 
 def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
@@ -82,7 +82,8 @@ def run_evaluations(settings: RunSettings, jobs: list[EvaluationJob]) -> list[di
         for job in jobs:
             job.progress = ScoringProgress(job.run_dir, groups, job.source_run)
         for job in jobs:
-            job.requested, job.source = load_requested(job.source_run, job.samples)
+            if job.requested is None:
+                job.requested, job.source = load_requested(job.source_run, job.samples)
             job.cache = MetricCache(job.run_dir, evaluation.cache_dir)
             job.rows = {r.sample.sample_id: _row(r) for r in job.requested}
         if evaluation.cpu_threads:

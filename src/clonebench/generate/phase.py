@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,21 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by the kil
     raise _Terminated(f"signal {signum}")
 
 
-def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any]) -> RunRecorder:
-    """Generate every selected sample into ``run_dir``; returns the recorder with the final status set."""
+@dataclass
+class SharedGate:
+    """One server's reference-check verdict, shared by the runs of one suite (each task is a run against the same
+    server): the first run that sends requests runs the gate, the others record its verdict and where it ran."""
+
+    result: dict | None = None
+    run_dir: str | None = None
+
+
+def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any], samples: list[Sample] | None = None,
+                   label: str | None = None, gate: SharedGate | None = None) -> RunRecorder:
+    """Generate every selected sample into ``run_dir``; returns the recorder with the final status set.
+
+    ``samples`` (already selected and verified, e.g. a suite task's) replace the dataset settings' pairs; ``label``
+    names them in problems; ``gate`` shares the reference check between the runs of a suite."""
     client = settings.client
     cls = adversary_class(client.protocol)
     if client.measure == "ttfb" and not cls.supports_timing:
@@ -99,9 +113,9 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
             for source in chain:
                 locks.source(source, run_dir)
         try:
-            samples = load_samples(settings)
+            samples = load_samples(settings) if samples is None else samples
             check_reference_lengths(samples, client.max_reference_seconds,
-                                    str(settings.dataset.manifest_filename or settings.dataset.hf_path))
+                                    label or str(settings.dataset.manifest_filename or settings.dataset.hf_path))
         except ManifestError as exc:
             recorder.record_input_failures(exc.bad_rows, exc.manifest)
             recorder.finish(RunStatus.FAILED, str(exc))
@@ -158,7 +172,7 @@ def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any])
         todo = [s for s in samples if s.sample_id not in reused]
         log.info("%d pairs selected, %d reused from an earlier run, %d to generate", len(samples), len(reused), len(todo))
         if todo:
-            _generate(settings, adversary, samples, todo, recorder)
+            _generate(settings, adversary, samples, todo, recorder, gate)
         status = recorder.finish()
         log.info("generation %s: %s", status.value, recorder.counts())
         return recorder
@@ -195,7 +209,8 @@ def _finish_on_full_disk(recorder: RunRecorder, message: str) -> None:
         log.error("could not update %s either (%s); `clonebench status` reads the journal", recorder.run_dir, exc)
 
 
-def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder) -> None:
+def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder,
+              gate: SharedGate | None = None) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)
     policy = RetryPolicy(client.request_attempts, client.retry_initial_delay, client.retry_max_delay,
@@ -218,13 +233,19 @@ def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: lis
         async with bounded_client(client.max_response_bytes, timeout=_timeout(settings), headers=headers,
                                   limits=limits) as http:
             recorder.extra["readiness"] = await wait_until_ready(adversary, http, pool, client.ready_timeout)
-            if client.reference_check:
+            if client.reference_check and gate is not None and gate.result is not None:
+                recorder.extra["reference_check"] = {**gate.result, "shared_from": gate.run_dir}
+                if recorder.seeds_sent and settings.seed is not None:
+                    recorder.extra["seed_honoured"] = gate.result["seed_honoured"]
+            elif client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
                     recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
                                                                               recorder, settings.seed, pool)
                     if recorder.seeds_sent and settings.seed is not None:
                         recorder.extra["seed_honoured"] = recorder.extra["reference_check"]["seed_honoured"]
+                    if gate is not None:
+                        gate.result, gate.run_dir = recorder.extra["reference_check"], str(recorder.run_dir)
                 except ClonebenchError:
                     recorder.extra["reference_check"] = {"status": "failed"}
                     raise

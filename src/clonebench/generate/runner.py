@@ -13,7 +13,7 @@ from clonebench.adversary.endpoints import EndpointPool
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
 from clonebench.errors import ReferenceIgnoredError
 from clonebench.generate.recorder import RunRecorder
-from clonebench.data.audio import inspect_wav, to_mono
+from clonebench.data.audio import input_container, inspect_wav, to_mono
 from clonebench.data.audio_cache import verified_bytes
 from clonebench.data.voice_features import profile, voice_distance
 from clonebench.hashing import sha256_bytes
@@ -27,7 +27,7 @@ def synthesis_input(sample: Sample) -> SynthesisInput:
     return SynthesisInput(text=sample.row.target_text, language=sample.row.target_language,
                           reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
                           reference_text=sample.row.prompt_text,
-                          seed=sample.seed)
+                          seed=sample.seed, reference_container=input_container(sample.row.prompt_file_name))
 
 
 def _journal_hooks(recorder: RunRecorder, sample_id: str | None, purpose: str):
@@ -87,7 +87,8 @@ async def _gate_send(sample: Sample, adversary: Adversary, http: httpx.AsyncClie
                      purpose: str = "reference_check") -> bytes:
     item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
                           reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
-                          reference_text=sample.row.prompt_text, seed=seed)
+                          reference_text=sample.row.prompt_text, seed=seed,
+                          reference_container=input_container(sample.row.prompt_file_name))
     on_start, on_end = _journal_hooks(recorder, sample.sample_id, purpose)
     body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end, pool,
                             busy_hook(recorder, sample.sample_id, purpose))

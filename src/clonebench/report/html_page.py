@@ -16,7 +16,7 @@ from clonebench.atomic import atomic_write_text
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
 from clonebench.report.paired import paired_summary
-from clonebench.report.paper import _cell, best, columns, footnotes, is_best
+from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best, shown_columns
 from clonebench.report.plots import write_plots
 from clonebench.report.tables import as_number
 
@@ -33,8 +33,8 @@ def _static(name: str) -> str:
     return resources.files("clonebench.report").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def paper_table(rows: list[dict]) -> str:
-    top, shown = best(rows), columns(rows)
+def paper_table(rows: list[dict], columns: list = COLUMNS) -> str:
+    top, shown = best(rows, columns), shown_columns(rows, columns)
     head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in shown) + "</tr>"
     body = []
     for row in rows:
@@ -102,8 +102,14 @@ def _comparison(views: list[RunView]) -> str:
         return f'<section id="comparison"><h2>Comparison</h2><p>Not compared: {escape(str(exc))}</p></section>'
 
 
-def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False) -> Path:
-    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path."""
+def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False,
+                      columns: list = COLUMNS, suites: list = ()) -> Path:
+    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path. Suite runs add their
+    task sections (report.html_suite); a page of suite runs only has no per-sample table."""
+    from clonebench.report.html_suite import suite_section, write_suite_page
+
+    if not views:
+        return write_suite_page(paper_table(rows, columns), list(suites), out_dir, _static("report.css"))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots([v.table for v in views], out_dir)
@@ -128,7 +134,8 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <title>{escape(title)}</title><style>{_static("report.css")}</style></head>
 <body><h1>{escape(title)}</h1>
 <nav><a href="#table">table</a> · <a href="#plots">plots</a> · <a href="#samples">samples</a>{' · <a href="#paired">paired deltas</a>' if len(views) == 2 else ''}{' · <a href="#comparison">comparison</a>' if len(views) >= 2 else ''} · <a href="#provenance">provenance</a> · <a href="#coverage">coverage</a></nav>
-<h2 id="table">Results</h2>{paper_table(rows)}
+<h2 id="table">Results</h2>{paper_table(rows, columns)}
+{"".join(suite_section(s) for s in suites)}
 <h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
 {_paired(views)}
 {_comparison(views)}

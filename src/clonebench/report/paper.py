@@ -23,24 +23,24 @@ BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; 
              "values, not runs of this harness.")
 
 
-def columns(rows: list[dict]) -> list[tuple[str, str, bool]]:
-    """COLUMNS, plus the human listening-test columns some row fills, placed after the predicted MOS."""
+def shown_columns(rows: list[dict], columns: list = COLUMNS) -> list[tuple[str, str, bool]]:
+    """``columns``, plus the human listening-test columns some row fills, placed after the predicted MOS."""
     present = {key for row in rows for key in row["cells"]}
     out = []
-    for column in COLUMNS:
+    for column in columns:
         out.append(column)
         if column[0] == "mos":
             out += [c for c in HUMAN_COLUMNS if c[0] in present]
     return out
 
 
-def run_rows(tables: list[ResultTable]) -> list[dict]:
+def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
     rows = []
     for table in tables:
         label = table.label + (" (partial)" if table.status != "complete" else "") \
             + (" (no seed)" if table.seed_policy == "not_supported" or table.seed_honoured is False else "")
         row = {"name": label, "source": "run", "cells": {}, "notes": []}
-        for key, _, _ in COLUMNS:
+        for key, _, _ in columns:
             entry = table.metrics_summary.get(key)
             if entry and entry.get("mean") is not None:
                 row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
@@ -74,9 +74,9 @@ def footnotes(rows: list[dict]) -> list[str]:
     return notes
 
 
-def best(rows: list[dict]) -> dict[str, float]:
+def best(rows: list[dict], columns: list = COLUMNS) -> dict[str, float]:
     out = {}
-    for key, _, higher in columns(rows):
+    for key, _, higher in shown_columns(rows, columns):
         # an unverified scorer's value, and a reference's (the natural recordings' human score), is never "best"
         values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]
                   and not r["cells"][key].get("unverified") and not r["cells"][key].get("reference")]
@@ -102,8 +102,8 @@ def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
     return text + (" †" if cell.get("unverified") else "")
 
 
-def markdown(rows: list[dict]) -> str:
-    top, shown = best(rows), columns(rows)
+def markdown(rows: list[dict], columns: list = COLUMNS) -> str:
+    top, shown = best(rows, columns), shown_columns(rows, columns)
     lines = ["| model | " + " | ".join(h for _, h, _ in shown) + " |", "|---" * (len(shown) + 1) + "|"]
     for row in rows:
         cells = []
@@ -120,8 +120,8 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def latex(rows: list[dict]) -> str:
-    top, shown = best(rows), columns(rows)
+def latex(rows: list[dict], columns: list = COLUMNS) -> str:
+    top, shown = best(rows, columns), shown_columns(rows, columns)
     header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in shown])
     lines = [r"\begin{tabular}{l" + "c" * len(shown) + "}", r"\toprule", header + r" \\", r"\midrule"]
     for row in rows:
@@ -141,10 +141,10 @@ def latex(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def csv_text(rows: list[dict]) -> str:
+def csv_text(rows: list[dict], columns: list = COLUMNS) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    header, shown = ["model", "source"], columns(rows)
+    header, shown = ["model", "source"], shown_columns(rows, columns)
     for key, _, _ in shown:
         header += [key, f"{key}_ci_low", f"{key}_ci_high", f"{key}_n"]
     writer.writerow(header)

@@ -16,7 +16,7 @@ import numpy as np
 import soundfile as sf
 from scipy.signal import resample_poly
 
-from clonebench.data.audio import inspect_wav, to_mono
+from clonebench.data.audio import read_input_audio, to_mono
 from clonebench.data.voice_features import median_f0
 
 OUTPUT_RATE = 44_100  # Fish S2's codec rate
@@ -38,7 +38,7 @@ def espeak_binary() -> str:
 
 def reference_style(reference_wav: bytes, reference_text: str) -> dict:
     """eSpeak pitch (0-99), speed (words/min) and variant following the reference recording."""
-    info, samples = inspect_wav(reference_wav)
+    info, samples = read_input_audio(reference_wav)  # WAV, or an MP3/FLAC/OGG reference (as real servers decode)
     mono = to_mono(samples)
     f0 = median_f0(mono, info.sample_rate)
     words = max(1, len(reference_text.split()))
