@@ -79,8 +79,8 @@ def fake_suite(root: Path, model: str, seed: int, shift: float = -0.1, failed=()
                            failed if task.name == "audioshift" else (), missing)
     (suite_dir / "suite_manifest.json").write_text(json.dumps({
         "suite_source": "core-v1", "suite": suite.record(), "suite_model": model, "run_name": "x",
-        "tasks": {t.name: ({"derived_from": t.derived_from, "reason": "not scored yet: derived tasks are scored by "
-                            "the transform step (clonebench.evaluate.transform)"} if t.derived else {})
+        "tasks": {t.name: ({"derived_from": t.derived_from, "reason": "not scored: generate-only or timing run "
+                            "(derived tasks are made at scoring time)"} if t.derived else {})
                   for t in suite.tasks}}))
     return suite_dir, values
 
@@ -148,14 +148,14 @@ def test_derived_and_failed_tasks_are_listed_with_their_reason(two_models):
 
     results = load_suite_results(two_models[1])
     derived = results.task("compression-mp3-64k")
-    assert derived.status == "not_scored" and "transform step" in derived.reason
+    assert derived.status == "not_scored" and "generate-only" in derived.reason
     assert derived.coverage["requested"] == 24 and derived.coverage["status"] == "partial"
     audioshift = results.task("audioshift")
     assert audioshift.status == "partial" and audioshift.means is None
     assert audioshift.failures == {"VCTK-p311-000007": "HTTP 500 No audio generated"}
     assert audioshift.metrics["sim"].n_valid == 23 and audioshift.metrics["sim"].n_requested == 24
     text = markdown(results)
-    assert "| compression-mp3-64k |" in text and "not scored: not scored yet: derived tasks" in text
+    assert "| compression-mp3-64k |" in text and "not scored: not scored: generate-only" in text
     assert "## audioshift by accent" in text and "## Change against the anchor task" in text
     assert "VCTK-p311-000007: HTTP 500" in text
     assert results.status == "partial"

@@ -182,7 +182,7 @@ def _evaluation_fingerprint(scorers: dict, resamples: int, confidence: float, se
 
 
 def derived_result(suite: Suite, task: Task, entry: dict, source: TaskResult | None) -> TaskResult:
-    """A derived task: scored by the transform step when its run exists, else listed with the reason it is not."""
+    """A derived task: scored (evaluate.derived_task) when its run exists, else listed with the reason it is not."""
     required = suite.metrics(task)
     run_dir = entry.get("run_dir")
     if run_dir and (Path(run_dir) / "metrics.json").is_file():
