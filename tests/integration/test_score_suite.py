@@ -134,6 +134,9 @@ def test_two_models_become_suite_runs_that_rvcbench_compare_reads(small_onboardi
     assert [m["model"] for m in comparison["models"]] == ["standin", "noclone"]
     assert comparison["protocol_compatible"] is True
     assert cli(["suite", str(out / "standin")]) == 0 and "| vctk |" in capsys.readouterr().out
+    assert cli(["compare", str(out / "standin"), str(out / "noclone")]) == 2
+    captured = capsys.readouterr()
+    assert f"compare one task, e.g. {out / 'standin' / 'tasks' / 'libritts'}" in captured.out + captured.err
     assert cli(["status", str(out / "noclone")]) == 0 and "3/4 generated, 1 failed" in capsys.readouterr().out
 
     before = {m: json.loads((out / m / "submission.json").read_text())["tasks"] for m in ("standin", "noclone")}

@@ -104,13 +104,14 @@ def suite_source(name_or_path: str) -> str:
     return str(Path(text).resolve()) if "/" in text or text.endswith(".json") else text
 
 
-def from_suite(suite: Suite, name_or_path: str, data_root: Path) -> list[PairSet]:
+def from_suite(suite: Suite, name_or_path: str, data_root: Path, seed: int | None = None) -> list[PairSet]:
     """The pair sets of the suite's generated tasks, in suite order (derived tasks have no pairs of their own:
     they are made from their source task's audio). Every input of every task is verified under ``data_root``
-    first; a SuiteInputError lists every problem of every task (``clonebench.data.suite_inputs``)."""
+    first; a SuiteInputError lists every problem of every task (``clonebench.data.suite_inputs``). ``seed``: the
+    run seed of the samples (a suite run's; None for folders made elsewhere)."""
     from clonebench.data.suite_inputs import load_task_samples
 
-    loaded = load_task_samples(suite, Path(data_root), None)
+    loaded = load_task_samples(suite, Path(data_root), seed)
     record = {key: value for key, value in suite.record().items() if key != "files"}
     out = []
     for task in suite.tasks:
