@@ -190,7 +190,8 @@ def score_suite_systems(settings, header: dict, suite: Suite, source: str, pair_
             locks.own(system.out_dir)
             atomic_write_json(system.out_dir / REQUEST, request)
             atomic_write_json(system.out_dir / CHECK, {"schema": "clonebench.submission-check/v1",
-                                                       "model": system.model, "tasks": [c.as_dict() for c in system.checks]})
+                                                       "model": system.model,
+                                                       "tasks": [c.as_dict() for c in system.checks]})
             record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
             records.append(record)
             jobs += system_jobs

@@ -41,8 +41,8 @@ def small_onboarding(tmp_path_factory):
 def _generate(prompts, out, *extra):
     """The stand-in model over a ZipVoice test list: <id>.wav files in ``out``."""
     done = subprocess.run([sys.executable, "-m", "clonebench.standin", "--test-list", str(prompts / "prompts.tsv"),
-                           "--res-dir", str(out), *extra], env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}"},
-                          capture_output=True, text=True, timeout=600)
+                           "--res-dir", str(out), *extra], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}"})
     assert done.returncode == 0, done.stderr[-2000:]
     return out
 
@@ -72,7 +72,8 @@ def test_every_bad_file_is_reported_per_id_before_anything_is_written(small_onbo
     sf.write(buffer, np.array([0.1, np.nan, 0.2] * 800, dtype=np.float32), 16000, format="WAV", subtype="FLOAT")
     (gen / f"{lib[2]['id']}.wav").write_bytes(buffer.getvalue())                      # non-finite
     rows = {r["pair_id"]: r for r in json.loads((folder / "libritts16_v1.metadata.json").read_text())}
-    shutil.copyfile(data / "Libritts" / rows[lib[3]["pair_id"]]["target_file_name"], gen / f"{lib[3]['id']}.wav")  # leak
+    target = data / "Libritts" / rows[lib[3]["pair_id"]]["target_file_name"]
+    shutil.copyfile(target, gen / f"{lib[3]['id']}.wav")                              # leak
     (gen / f"{vctk[0]['id']}.wav").write_text("not audio")                            # unreadable
     (gen / f"{vctk[1]['id']}.wav").write_bytes(b"")                                   # empty
     (gen / "vctk").mkdir()
@@ -93,7 +94,8 @@ def test_every_bad_file_is_reported_per_id_before_anything_is_written(small_onbo
         assert f"  {oid}: {kind}: " in printed
     assert "byte-identical to the hidden target recording" in printed
     assert f"rename it to {lib[1]['id']}.wav" in printed
-    assert "extra file (matches no id): notes.txt" in printed and "extra file (matches no id): vctk__not-a-pair.wav" in printed
+    assert "extra file (matches no id): notes.txt" in printed
+    assert "extra file (matches no id): vctk__not-a-pair.wav" in printed
     assert printed.count("extra file") == 2  # each listed once; the vctk/ file is vctk's, not libritts' extra
 
 
@@ -128,7 +130,8 @@ def test_two_models_become_suite_runs_that_rvcbench_compare_reads(small_onboardi
         summary = json.loads((run / "score.json").read_text())
         assert summary["tasks"]["libritts"]["run_dir"] == "tasks/libritts" and summary["suite_status"] == status
     failures = json.loads((out / "noclone" / "submission.json").read_text())["tasks"]["libritts"]["failures"]
-    assert list(failures) == [_entries(prompts)[0]["pair_id"]] and "neither" in failures[_entries(prompts)[0]["pair_id"]]
+    first = _entries(prompts)[0]["pair_id"]
+    assert list(failures) == [first] and "neither" in failures[first]
     assert (out / "comparison" / "vctk" / "comparison.md").is_file()
     comparison = compare_submissions([out / "standin", out / "noclone"], tmp_path / "rvcbench_compare")
     assert [m["model"] for m in comparison["models"]] == ["standin", "noclone"]

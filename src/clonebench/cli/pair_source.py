@@ -55,12 +55,12 @@ def _check(args: argparse.Namespace) -> None:
         given += [f"--{name}" for name in MANIFEST_ONLY if getattr(args, name) is not None]
         given += ["--variant"] if args.variant != "speaker" else []
         if given:
-            raise ClonebenchError(f"--suite takes its pairs from the suite's frozen selections: drop {', '.join(given)} "
-                                  "(or drop --suite to use a manifest)")
+            raise ClonebenchError("--suite takes its pairs from the suite's frozen selections: drop "
+                                  f"{', '.join(given)} (or drop --suite to use a manifest)")
         if args.data_root is None:
-            raise ClonebenchError(f"--suite {args.suite} needs --data-root DIR: a local copy of the suite's Hugging Face "
-                                  "dataset, laid out as the repository (<hf_config_name>/<file name>); nothing is "
-                                  "downloaded")
+            raise ClonebenchError(f"--suite {args.suite} needs --data-root DIR: a local copy of the suite's Hugging "
+                                  "Face dataset, laid out as the repository (<hf_config_name>/<file name>); nothing "
+                                  "is downloaded")
         return
     if args.tasks or args.data_root is not None:
         raise ClonebenchError("--tasks and --data-root select pairs of a suite: add --suite NAME (or, for a manifest, "

@@ -1,8 +1,9 @@
 """Pair sets: the pairs one task asks a model to generate, with the id each output file is named by.
 
 A pair set comes from a source: a pair manifest (``from_manifest``) or an rvcbench suite (``from_suite``: one
-pair set per generated task, its frozen pairs verified under a local copy of the suite's dataset). Everything downstream (``clonebench prompts``, ``clonebench score``, the Hydra evaluate path)
-takes a list of pair sets and never reads the source itself, so a new source only has to yield them.
+pair set per generated task, its frozen pairs verified under a local copy of the suite's dataset). Everything
+downstream (``clonebench prompts``, ``clonebench score``, the Hydra evaluate path) takes a list of pair sets and
+never reads the source itself, so a new source only has to yield them.
 
 Output ids follow rvcbench 2.2.1 (``benchmark/submission.py``): ``<task>__<pair_id>``, where the task and every
 pair id match ``[A-Za-z0-9][A-Za-z0-9_.-]*`` and hold no ``__``. A model writes ``<id>.wav`` into one folder
