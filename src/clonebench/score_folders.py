@@ -12,8 +12,8 @@ here. Layout of ``clonebench score --output OUT`` (rvcbench's: one folder per mo
 Every problem is found and printed for every folder before anything is written or scored. ``--resume`` reuses an
 output folder whose request is unchanged: every file is checked and copied again, and the run's metric cache
 makes unchanged audio a cache hit, so only new or changed files are scored. Each model folder is locked while
-it is written. ``score.json`` is this harness's summary; rvcbench's ``submission.json`` (schema owned by the suites
-work) is to be written next to it from the same summary (``write_summary``).
+it is written. ``score.json`` is this harness's summary. An rvcbench suite is scored by ``score_suite`` (its
+output folder is a suite run, with rvcbench's ``submission.json``), using the same checks and request rules.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from clonebench.atomic import atomic_write_json
 from clonebench.data.identity import digest
 from clonebench.data.manifest import Selection
-from clonebench.data.pair_sets import PairSet, from_samples, is_safe_name, manifest_origin
+from clonebench.data.pair_sets import ID_SEPARATOR, PairSet, from_samples, is_safe_name, manifest_origin
 from clonebench.data.submitted import FolderCheck, check_folder
 from clonebench.errors import ClonebenchError
 from clonebench.evaluate.phase import EvaluationJob, run_evaluation, run_evaluations
@@ -52,11 +52,26 @@ class System:
 def check_folders(pair_sets: list[PairSet], folder: Path) -> list[FolderCheck]:
     """Check ``folder`` against every pair set; refuse a folder that has no usable file at all."""
     checks = [check_folder(folder, p) for p in pair_sets]
+    _share_extras(checks)
     if not any(c.usable() for c in checks):
         example = pair_sets[0].ids()[0] if pair_sets and pair_sets[0].samples else "<id>"
         raise ClonebenchError(f"no usable audio for any id in {folder} ({'; '.join(_tally(c) for c in checks)}): "
                               f"expected <id>.wav files such as {example}.wav, as listed by clonebench prompts")
     return checks
+
+
+def _share_extras(checks: list[FolderCheck]) -> None:
+    """With several pair sets (a suite's tasks) a file is extra only when no task uses it, and it is listed once:
+    under the task its name starts with (``<task>__`` or ``<task>/``), else under the first task."""
+    if len(checks) < 2:
+        return
+    unclaimed = set.intersection(*(set(c.extra) for c in checks))
+
+    def owner(name: str) -> FolderCheck:
+        return next((c for c in checks if name.startswith((c.task + ID_SEPARATOR, c.task + "/"))), checks[0])
+
+    for check in checks:
+        check.extra = [name for name in check.extra if name in unclaimed and owner(name) is check]
 
 
 def _tally(check: FolderCheck) -> str:
@@ -119,17 +134,22 @@ def prepare_output(system: System, request: dict, resume: bool) -> None:
                               "(or pass --resume to continue scoring it)")
 
 
-def write_summary(system: System, pair_sets: list[PairSet], metrics: list[dict]) -> dict:
-    tasks = {}
-    for pair_set, check, result in zip(pair_sets, system.checks, metrics):
-        tasks[pair_set.task] = {"run_dir": pair_set.task, "status": result["status"],
-                                "means": {m: e["mean"] for m, e in result["metrics"].items()},
-                                "n_requested": result["n_requested"], "check": check.counts(),
-                                "scorer_fingerprints": result["scorer_fingerprints"],
-                                "input_fingerprint": result["input_fingerprint"]}
+def task_summary(run_dir: str, result: dict | None, check: FolderCheck | None) -> dict:
+    """One task of ``score.json``: its run folder (relative), status, means (clonebench names) and check counts;
+    ``result`` is its metrics.json (None: not scored)."""
+    if result is None:
+        return {"run_dir": run_dir, "status": "not_scored", "means": {}, "check": check.counts() if check else None}
+    return {"run_dir": run_dir, "status": result["status"],
+            "means": {m: e["mean"] for m, e in result["metrics"].items()}, "n_requested": result["n_requested"],
+            "check": check.counts() if check else None, "scorer_fingerprints": result["scorer_fingerprints"],
+            "input_fingerprint": result["input_fingerprint"]}
+
+
+def write_summary(system: System, tasks: dict[str, dict], **extra) -> dict:
+    """``score.json``: the model, its folder, the overall status and ``tasks`` (``task_summary`` each)."""
     status = "complete" if all(t["status"] == "complete" for t in tasks.values()) else "partial"
     summary = {"schema": "clonebench.score/v1", "model": system.model, "generated": str(system.folder.resolve()),
-               "status": status, "tasks": tasks}
+               "status": status, **extra, "tasks": tasks}
     atomic_write_json(system.out_dir / SUMMARY, summary)
     return summary
 
@@ -157,7 +177,9 @@ def score_systems(settings, header: dict, pair_sets: list[PairSet], systems: lis
         metrics = run_evaluations(settings, jobs)
         summaries, k = [], 0
         for system in systems:
-            summaries.append(write_summary(system, pair_sets, metrics[k:k + len(pair_sets)]))
+            summaries.append(write_summary(system, {
+                p.task: task_summary(p.task, result, check)
+                for p, check, result in zip(pair_sets, system.checks, metrics[k:k + len(pair_sets)])}))
             k += len(pair_sets)
         return summaries
     finally:

@@ -9,7 +9,8 @@ Before any request, every input of every selected task is verified (``data.suite
 is checked against the length limit and the adversary's reference rule; one error lists every problem. The
 reference-check gate runs once, in the first task that sends requests (``SharedGate``). ``vc.resume_from=<suite
 dir>`` resumes each task from the newest run of it in that suite's chain; ``+vc.evaluate_only=true
-+vc.evaluation.generated_audio_dir=<suite dir>`` scores a generated suite into a new one.
++vc.evaluation.generated_audio_dir=<suite dir>`` scores a generated suite into a new one (a folder of WAVs made
+outside clonebench instead is checked and recorded per task: ``score_suite.ExternalSuiteFolder``).
 """
 
 from __future__ import annotations
@@ -206,6 +207,9 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
     if score:
         check_derived_tasks(suite)  # a bad transform or a missing encoder, before any request
     names = _check_inputs(settings, suite, suite_dir)
+    from clonebench.score_suite import external_folder
+
+    external = external_folder(settings, suite, record)  # evaluate_only on a folder of WAVs made elsewhere
     origins = task_origins(settings.vc.resume_from, names)
     gate, done = SharedGate(), set()
     # opened after the check pass committed what it validated: each task's files are then known, not read again
@@ -213,7 +217,7 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
     try:
         for name in names:
             source, samples = _run_task(settings, suite, suite_dir, header, record, name, origins, gate, score,
-                                        checked)
+                                        checked, external)
             for task in suite.tasks:  # its derived tasks now, while its samples are at hand
                 if task.derived and task.derived_from == name:
                     _derived(settings, suite, suite_dir, header, record, task, source, samples, score)
@@ -245,17 +249,21 @@ def _derived(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict,
 
 
 def _run_task(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord, name: str,
-              origins: dict[str, Path], gate, score: bool, checked: AudioCheckCache | None) -> tuple[Path | None, list]:
+              origins: dict[str, Path], gate, score: bool, checked: AudioCheckCache | None,
+              external=None) -> tuple[Path | None, list]:
     """Generate (unless evaluate_only) and score (unless generate_only) one task; its generation run (if any) and
-    its samples."""
+    its samples. ``external``: evaluate_only on a folder made outside clonebench (``score_suite``)."""
     from clonebench.evaluate.phase import run_evaluation
-    from clonebench.evaluate.task_settings import task_evaluation
+    from clonebench.evaluate.task_settings import protocol_record, task_evaluation
     from clonebench.generate.phase import run_generation
 
     ts = task_samples(suite, suite.task(name), settings.dataset.root_path, settings.seed, checked)
     task_dir = suite_dir / TASKS_DIR / name
     theader = task_header(header, suite, name, origins.get(name))
-    if settings.vc.evaluate_only:
+    if settings.vc.evaluate_only and external is not None:
+        source = external.record(name, task_dir, theader)
+        record.task(name, generation_source=f"external folder {settings.evaluation.generated_audio_dir}")
+    elif settings.vc.evaluate_only:
         source = _source_run(settings, name)
         record.task(name, generation_source=str(source) if source else None)
     else:
@@ -269,10 +277,8 @@ def _run_task(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict
     if score and source is not None:
         protocol = task_evaluation(settings.evaluation, suite, ts.task)
         evaluated = dataclasses.replace(settings, evaluation=protocol)
-        metrics = run_evaluation(evaluated, task_dir, source, ts.samples, {**theader, "task_evaluation": {
-            "metrics": list(protocol.metrics), "wer_normalisation": protocol.scorer_options["whisper"]["normalisation"],
-            "bootstrap_resamples": protocol.bootstrap_resamples, "confidence": protocol.confidence,
-            "bootstrap_seed": protocol.bootstrap_seed, "upstream_metrics": list(suite.metrics(ts.task))}})
+        metrics = run_evaluation(evaluated, task_dir, source, ts.samples,
+                                 {**theader, "task_evaluation": protocol_record(protocol, suite, ts.task)})
         record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
     return source, ts.samples
 

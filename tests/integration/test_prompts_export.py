@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 
 import pytest
 
@@ -104,3 +105,76 @@ def test_libritts16_gives_onboarding_v1_libritts_entries_field_by_field():
                          "text": row["target_text"], "language": row["target_language"],
                          "output_file": f"libritts/{row['pair_id']}.wav"}
         assert sample.sample_id == expected["sample_id"]
+
+
+def _same_prompt_folders(ours, theirs):
+    for name in ("prompts.jsonl", "suite.json"):
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+    for name in ("prompts.tsv", "prompts.lst"):
+        mine = (ours / name).read_text().replace(str(ours.resolve()), "OUT")
+        assert mine == (theirs / name).read_text().replace(str(theirs.resolve()), "OUT"), name
+    references = sorted(p.relative_to(theirs) for p in (theirs / "references").rglob("*") if p.is_file())
+    assert references == sorted(p.relative_to(ours) for p in (ours / "references").rglob("*") if p.is_file())
+    assert all((ours / r).read_bytes() == (theirs / r).read_bytes() for r in references)
+
+
+@pytest.mark.parametrize("tasks", [None, ["vctk", "robotcall"]], ids=["all", "selected"])
+def test_suite_prompts_equal_the_peer_exporter_on_onboarding_v1(onboarding_standin, tmp_path, tasks):
+    """``clonebench prompts --suite`` against rvcbench's own ``export_prompts`` run offline on the stand-in data
+    (the suite folder whose selections carry the synthetic files' hashes): every file byte for byte, suite.json
+    included (a task selection changes its sha256 and label as rvcbench's does); no target is exported."""
+    from rvcbench.benchmark.submission import export_prompts
+
+    from clonebench.data.suite import load_suite
+    from clonebench.data.suite_rows import task_rows
+    from clonebench.hashing import sha256_file
+
+    folder, data = onboarding_standin / "suite" / "onboarding_v1", onboarding_standin / "dataset"
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    export_prompts(str(folder / "suite.json"), theirs, data_root=data, tasks=tasks)
+    selection = ["--tasks", *tasks] if tasks else []
+    assert cli(["prompts", "--suite", str(folder), *selection, "--data-root", str(data), "--output", str(ours)]) == 0
+    _same_prompt_folders(ours, theirs)
+    lines = (ours / "prompts.jsonl").read_text().splitlines()
+    assert len(lines) == (52 if tasks is None else 36)
+    suite = load_suite(str(folder), tasks)
+    targets = {r["target_sha256"] for t in suite.tasks for r in task_rows(suite, t).rows} - {
+        r["prompt_sha256"] for t in suite.tasks for r in task_rows(suite, t).rows}
+    assert targets and not any(sha256_file(p) in targets for p in ours.rglob("*") if p.is_file())
+    assert f"clonebench score --suite {folder}" in (ours / "README.md").read_text()
+
+
+def test_suite_options_are_checked_before_anything_is_read(onboarding_standin, tmp_path, capsys):
+    folder = str(onboarding_standin / "suite" / "onboarding_v1")
+    out = str(tmp_path / "out")
+    assert cli(["prompts", "--suite", folder, "--output", out]) == 2
+    captured = capsys.readouterr()
+    assert "needs --data-root DIR" in captured.out + captured.err
+    with pytest.raises(ClonebenchError, match="needs --data-root DIR"):
+        _pair_sets(["--suite", folder])
+    with pytest.raises(ClonebenchError, match="drop --manifest, --root"):
+        _pair_sets(["--suite", folder, "--data-root", str(tmp_path), "--manifest", "m.json", "--root", "r"])
+    with pytest.raises(ClonebenchError, match="add --suite NAME"):
+        _pair_sets(["--manifest", "m.json", "--tasks", "libritts"])
+    with pytest.raises(ClonebenchError, match=r"unknown or empty task selection \['nope'\]"):
+        _pair_sets(["--suite", folder, "--data-root", str(tmp_path), "--tasks", "nope"])
+    with pytest.raises(ClonebenchError, match=r"(?s)under --data-root .*task libritts: 32 problem\(s\).*not found.*"
+                                              r"\(check --data-root\)"):
+        _pair_sets(["--suite", folder, "--data-root", str(tmp_path), "--tasks", "libritts"])
+    data = tmp_path / "data"
+    shutil.copytree(onboarding_standin / "dataset", data)
+    shutil.rmtree(data / "VCTK")
+    with pytest.raises(ClonebenchError, match=r"(?s)task vctk: 32 problem.*Fix: run the tasks whose inputs are "
+                                              r"complete with --tasks libritts robotcall;"):
+        _pair_sets(["--suite", folder, "--data-root", str(data)])
+    assert not (tmp_path / "out").exists()
+
+
+def _pair_sets(argv):
+    import argparse
+
+    from clonebench.cli import pair_source
+
+    parser = argparse.ArgumentParser()
+    pair_source.add_arguments(parser)
+    return pair_source.pair_sets(parser.parse_args(argv))

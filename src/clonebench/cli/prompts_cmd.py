@@ -1,8 +1,9 @@
 """Export what a model must generate: the reference recordings and texts of the pairs, as prompts.jsonl,
 prompts.tsv (ZipVoice --test-list) and prompts.lst (Seed-TTS-eval meta list), exactly as ``rvcbench prompts``
-writes them. Target recordings are never exported.
+writes them (for a suite, also its suite.json). Target recordings are never exported.
 
     clonebench prompts --manifest M [--root DIR] [--task NAME] --output DIR
+    clonebench prompts --suite S [--tasks T ...] --data-root DIR --output DIR
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 
 from clonebench.cli import pair_source
-from clonebench.data.prompts import export_prompts, source_arguments
+from clonebench.data.prompts import export_prompts
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     sets = pair_source.pair_sets(args)
-    given = [("--manifest", args.manifest), ("--root", args.root), ("--task", args.task),
-             ("--variant", None if args.variant == "speaker" else args.variant), ("--speaker", args.speaker)]
-    result = export_prompts(sets, args.output, source_arguments(given))
+    suite = pair_source.suite(args)
+    result = export_prompts(sets, args.output, pair_source.source_arguments(args),
+                            suite.upstream_record() if suite is not None else None)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     print(f"Generate the {result['prompts']} utterances listed in {args.output / 'prompts.jsonl'} (or prompts.tsv / "
           f"prompts.lst for batch scripts) as <id>.wav files in one folder; see {args.output / 'README.md'}.")

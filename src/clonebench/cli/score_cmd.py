@@ -4,11 +4,15 @@ the evaluate phase of a run: same scorers, metric cache and outputs; the run rec
     clonebench score --manifest M [--root DIR] --generated DIR [--generated DIR2 ...] --output OUT
                      [--model NAME ...] [--resume] [--check-only] [--device cpu|cuda:0]
                      [--config-name vc|demo|...] [Hydra overrides, e.g. evaluation.metrics=[sim,wer]]
+    clonebench score --suite S [--tasks T ...] --data-root DIR --generated DIR [...] --output OUT [...]
 
 Every problem (missing, wrong id, ambiguous, unreadable, empty, non-finite, leaked target, extra files) is
 printed per id before anything is scored; an id with a problem is a failed sample and the run is partial.
 With several folders each model is written to OUT/<model>/ and, when they are comparable, compared in
-OUT/comparison.{md,tex,csv,json} (``clonebench compare``). Exit status: 0 complete, 1 partial, 2 refused.
+OUT/comparison.{md,tex,csv,json} (``clonebench compare``; for a suite, OUT/comparison/<task>/ per task). With
+``--suite`` each model's output is a suite run scored with each task's own protocol (``score_suite``: suite
+results and rvcbench's submission.json; ``evaluation.metrics`` is then the suite's). Exit status: 0 complete,
+1 partial, 2 refused.
 """
 
 from __future__ import annotations
@@ -43,8 +47,12 @@ def _header(cfg, source: str, pair_sets) -> dict:
 
     config = config_container(cfg)
     origin = pair_sets[0].origin
-    config["dataset"] = {"name": pair_sets[0].task, "use_hf_dataset": False,
-                         "manifest_filename": origin.get("manifest"), "root_path": origin.get("root")}
+    if origin.get("kind") == "suite":
+        config["dataset"] = {"name": origin["suite"]["suite"], "use_hf_dataset": False, "manifest_filename": None,
+                             "root_path": origin["data_root"], "suite": origin["suite_source"]}
+    else:
+        config["dataset"] = {"name": pair_sets[0].task, "use_hf_dataset": False,
+                             "manifest_filename": origin.get("manifest"), "root_path": origin.get("root")}
     return {"phase": "external+evaluate", "config_source": source, "config": config,
             "provenance": environment_provenance()}
 
@@ -55,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
 
     settings, cfg, source = scoring_settings(args.config_name, args.overrides, args.device)
     sets = pair_source.pair_sets(args)
+    suite = pair_source.suite(args)
+    if suite is not None:
+        from clonebench.score_suite import check_protocols
+
+        check_protocols(settings, suite)
     systems = plan(sets, args.generated, args.model, args.output)
     for system in systems:
         for check in system.checks:
@@ -67,13 +80,24 @@ def run(args: argparse.Namespace) -> int:
         return 0 if all(c.counts()["usable"] == c.counts()["ids"] for s in systems for c in s.checks) else 1
     scoring_config = {"config_name": args.config_name, "overrides": list(args.overrides), "device": args.device,
                       "evaluation": config_container_evaluation(cfg)}
-    summaries = score_systems(settings, _header(cfg, source, sets), sets, systems, args.resume, scoring_config)
+    header = _header(cfg, source, sets)
+    if suite is None:
+        summaries = score_systems(settings, header, sets, systems, args.resume, scoring_config)
+    else:
+        from clonebench.score_suite import score_suite_systems
+
+        summaries = score_suite_systems(settings, header, suite, sets[0].origin["suite_source"], sets, systems,
+                                        args.resume, scoring_config)
     for system, summary in zip(systems, summaries):
         for task, entry in summary["tasks"].items():
             means = ", ".join(f"{m} {v:.4f}" for m, v in entry["means"].items() if v is not None)
-            print(f"{system.model} / {task}: {entry['status']}: {means} -> {system.out_dir / task}")
+            print(f"{system.model} / {task}: {entry['status']}: {means} -> {system.out_dir / entry['run_dir']}")
+        if suite is not None:
+            print(f"{system.model}: suite {suite.name} {summary['suite_status']}: "
+                  f"{system.out_dir / 'suite_summary.md'}, {system.out_dir / 'submission.json'}")
     if len(systems) > 1:
-        _compare(systems, args.output)
+        for task in summaries[0]["tasks"] if suite is not None else [None]:
+            _compare(systems, args.output, task, summaries)
     return 0 if all(s["status"] == "complete" for s in summaries) else 1
 
 
@@ -83,12 +107,22 @@ def config_container_evaluation(cfg) -> dict:
     return OmegaConf.to_container(cfg.evaluation, resolve=True)
 
 
-def _compare(systems, output: Path) -> None:
+def _compare(systems, output: Path, task: str | None, summaries: list[dict]) -> None:
+    """The systems' comparison (``clonebench compare``): of the one task, or of one suite task into
+    OUT/comparison/<task>/ when every system scored it."""
     from clonebench.errors import ClonebenchError
     from clonebench.report.compare_render import write_comparison
 
+    if task is None:
+        specs, where = [f"{s.model}={s.out_dir}" for s in systems], output
+    else:
+        if any(summary["tasks"][task]["status"] == "not_scored" for summary in summaries):
+            print(f"no comparison of task {task}: not scored for every model")
+            return
+        specs = [f"{s.model}={s.out_dir / summary['tasks'][task]['run_dir']}" for s, summary in zip(systems, summaries)]
+        where = output / "comparison" / task
     try:
-        paths = write_comparison([f"{s.model}={s.out_dir}" for s in systems], output, formats=("md", "latex", "csv"))
+        paths = write_comparison(specs, where, formats=("md", "latex", "csv"))
         print("comparison: " + ", ".join(str(p) for p in paths))
     except ClonebenchError as exc:
-        print(f"no comparison written: {shown(exc)}")
+        print(f"no comparison{f' of task {task}' if task else ''} written: {shown(exc)}")

@@ -1,8 +1,9 @@
 """Pair sets: the pairs one task asks a model to generate, with the id each output file is named by.
 
-A pair set comes from a source: a pair manifest now (``from_manifest``); an rvcbench suite later, one pair
-set per task. Everything downstream (``clonebench prompts``, ``clonebench score``, the Hydra evaluate path)
-takes a list of pair sets and never reads the source itself, so a new source only has to yield them.
+A pair set comes from a source: a pair manifest (``from_manifest``) or an rvcbench suite (``from_suite``: one
+pair set per generated task, its frozen pairs verified under a local copy of the suite's dataset). Everything
+downstream (``clonebench prompts``, ``clonebench score``, the Hydra evaluate path) takes a list of pair sets and
+never reads the source itself, so a new source only has to yield them.
 
 Output ids follow rvcbench 2.2.1 (``benchmark/submission.py``): ``<task>__<pair_id>``, where the task and every
 pair id match ``[A-Za-z0-9][A-Za-z0-9_.-]*`` and hold no ``__``. A model writes ``<id>.wav`` into one folder
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.data.manifest import Selection, build_samples
+from clonebench.data.suite import Suite
 from clonebench.errors import ClonebenchError
 from clonebench.hashing import sha256_file
 from clonebench.records import Sample
@@ -95,6 +97,32 @@ def from_manifest(manifest: Path, root: Path | None, *, task: str | None = None,
     samples = build_samples(manifest, root, selection, None, verify_audio_files=verify_audio,
                             variant_key="--variant all")
     return from_samples(samples, task, manifest_origin(manifest, root, selection), str(manifest))
+
+
+def suite_source(name_or_path: str) -> str:
+    """How a suite is recorded: its name, or the absolute path of a suite folder (reloadable from anywhere)."""
+    text = str(name_or_path)
+    return str(Path(text).resolve()) if "/" in text or text.endswith(".json") else text
+
+
+def from_suite(suite: Suite, name_or_path: str, data_root: Path, seed: int | None = None) -> list[PairSet]:
+    """The pair sets of the suite's generated tasks, in suite order (derived tasks have no pairs of their own:
+    they are made from their source task's audio). Every input of every task is verified under ``data_root``
+    first; a SuiteInputError lists every problem of every task (``clonebench.data.suite_inputs``). ``seed``: the
+    run seed of the samples (a suite run's; None for folders made elsewhere)."""
+    from clonebench.data.suite_inputs import load_task_samples
+
+    loaded = load_task_samples(suite, Path(data_root), seed)
+    record = {key: value for key, value in suite.record().items() if key != "files"}
+    out = []
+    for task in suite.tasks:
+        if task.derived:
+            continue
+        ts = loaded[task.name]
+        origin = {"kind": "suite", "suite_source": suite_source(name_or_path), "suite": record,
+                  "data_root": str(Path(data_root).resolve()), "input_fingerprint": ts.input_fingerprint}
+        out.append(from_samples(ts.samples, task.name, origin, ts.label))
+    return out
 
 
 def manifest_origin(manifest: Path, root: Path | None, selection: Selection) -> dict:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 from clonebench.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
@@ -85,8 +84,15 @@ Target recordings are not exported; a submitted file identical to one is refused
 """
 
 
-def export_prompts(pair_sets: list[PairSet], output: Path, source_args: str) -> dict:
-    """Write the references, the three prompt files, ``source.json`` and a README into the new folder ``output``."""
+def _source(origin: dict) -> str:
+    if origin.get("kind") == "suite":
+        return f"suite {origin['suite']['suite']}"
+    return f"{origin.get('kind')} {origin.get('manifest')}"
+
+
+def export_prompts(pair_sets: list[PairSet], output: Path, source_args: str, suite_record: dict | None = None) -> dict:
+    """Write the references, the three prompt files, ``source.json`` and a README into the new folder ``output``;
+    for a suite (``suite_record``: rvcbench's ``suite_record`` fields) also rvcbench's ``suite.json``."""
     output = Path(output)
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise ClonebenchError(f"{output} exists and is not an empty folder; choose a new --output folder")
@@ -105,12 +111,9 @@ def export_prompts(pair_sets: list[PairSet], output: Path, source_args: str) -> 
         atomic_write_text(output / name, text)
     atomic_write_json(output / "source.json", {"schema": "clonebench.prompts/v1", "prompts": len(entries),
                                                "pair_sets": [p.origin for p in pair_sets]})
-    sources = "; ".join(f"{p.origin.get('kind')} {p.origin.get('manifest') or p.origin.get('suite')} "
-                        f"(task {p.task}, {len(p.samples)} pairs)" for p in pair_sets)
+    if suite_record is not None:  # as rvcbench's export_prompts: the suite record, its generated tasks, the count
+        atomic_write_json(output / "suite.json", {**suite_record, "tasks": [p.task for p in pair_sets],
+                                                  "prompts": len(entries)})
+    sources = "; ".join(f"{_source(p.origin)} (task {p.task}, {len(p.samples)} pairs)" for p in pair_sets)
     atomic_write_text(output / "README.md", README.format(pairs=len(entries), sources=sources, source_args=source_args))
     return {"prompts": len(entries), "output": str(output.resolve()), "tasks": [p.task for p in pair_sets]}
-
-
-def source_arguments(argv_pairs: list[tuple[str, object]]) -> str:
-    """The pair options to repeat in the score command, shell-quoted (``[("--manifest", path), ...]``)."""
-    return " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in argv_pairs if value is not None)

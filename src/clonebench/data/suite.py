@@ -129,6 +129,11 @@ class Suite:
     def file_bytes(self, name: str) -> bytes:
         return read_bytes(self.package, f"{self.folder}/{name}")
 
+    def upstream_record(self) -> dict:
+        """rvcbench's ``suite_record``: what its prompts/suite.json and submission.json name the suite by."""
+        return {key: value for key, value in self.record().items()
+                if key not in ("hf_dataset_id", "hf_revision", "files")}
+
     def record(self) -> dict:
         """rvcbench's ``suite_record`` plus where the files came from (recorded in every run of the suite)."""
         out = {"suite": self.name, "version": self.version, "leaderboard": self.leaderboard, "label": self.label,

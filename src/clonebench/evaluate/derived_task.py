@@ -61,7 +61,7 @@ def score_derived_task(suite: Suite, task: Task, source_run: Path | None, sample
     from clonebench.evaluate.derived import derive_items
     from clonebench.evaluate.inputs import Requested, load_requested
     from clonebench.evaluate.phase import EvaluationJob, run_evaluations
-    from clonebench.evaluate.task_settings import task_evaluation
+    from clonebench.evaluate.task_settings import protocol_record, task_evaluation
     from clonebench.evaluate.transform import fingerprint
 
     source = str(task.derived_from)
@@ -80,10 +80,7 @@ def score_derived_task(suite: Suite, task: Task, source_run: Path | None, sample
         job_requested.append(Requested(sample, req.outcome, item.item, req.problem or item.error))
     protocol = task_evaluation(settings.evaluation, suite, task)
     evaluated = dataclasses.replace(settings, evaluation=protocol)
-    job_header = {**header, "task_evaluation": {
-        "metrics": list(protocol.metrics), "wer_normalisation": protocol.scorer_options["whisper"]["normalisation"],
-        "bootstrap_resamples": protocol.bootstrap_resamples, "confidence": protocol.confidence,
-        "bootstrap_seed": protocol.bootstrap_seed, "upstream_metrics": list(suite.metrics(task))},
+    job_header = {**header, "task_evaluation": protocol_record(protocol, suite, task),
         "derived_task": {"derived_from": source, "rule": "rvcbench 2.2.1 _derived_rows: the processed clone scored "
                          "against the unprocessed clone", "transform": fingerprint(transform)}}
     job = EvaluationJob(task_dir, source_run, samples, job_header, requested=job_requested,

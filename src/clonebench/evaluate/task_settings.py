@@ -35,3 +35,11 @@ def task_evaluation(base: EvaluationSettings, suite: Suite, task: Task) -> Evalu
         base, metrics=metrics, seed=protocol.seed, scorer_options={**base.scorer_options, "whisper": whisper},
         bootstrap_resamples=boot.num_samples if boot.enabled else base.bootstrap_resamples,
         confidence=boot.confidence_level if boot.enabled else base.confidence)
+
+
+def protocol_record(protocol: EvaluationSettings, suite: Suite, task: Task) -> dict:
+    """The task's protocol as its scoring manifest records it (``task_evaluation``; suite results read its
+    bootstrap settings back)."""
+    return {"metrics": list(protocol.metrics), "wer_normalisation": protocol.scorer_options["whisper"]["normalisation"],
+            "bootstrap_resamples": protocol.bootstrap_resamples, "confidence": protocol.confidence,
+            "bootstrap_seed": protocol.bootstrap_seed, "upstream_metrics": list(suite.metrics(task))}

@@ -61,5 +61,11 @@ def submission(results: SuiteResults) -> dict:
             "producer": {"harness": "clonebench", "version": __version__,
                          "suite_files": suite.package.describe(), "hf_dataset_id": suite.hf_dataset_id,
                          "hf_revision": suite.hf_revision,
-                         "note": "generated over HTTP and scored by clonebench; its scorer fingerprints differ from "
-                                 "rvcbench's, so rvcbench compare treats the two harnesses' scores as incompatible"}}
+                         "note": _made(results.record) + " and scored by clonebench; its scorer fingerprints differ "
+                                 "from rvcbench's, so rvcbench compare treats the two harnesses' scores as incompatible"}}
+
+
+def _made(record: dict) -> str:
+    """How the suite's audio was made: over HTTP, or a folder scored by ``clonebench score --suite``."""
+    return ("generated outside clonebench (a folder of WAVs, clonebench score --suite)"
+            if record.get("generated_outside") else "generated over HTTP")

@@ -48,7 +48,8 @@ def _run_dirs(path: Path) -> list[tuple[str | None, list[Path]]]:
         summary = json.loads((path / "score.json").read_text(encoding="utf-8"))
         tasks = list(summary.get("tasks", {}))
         if len(tasks) != 1:
-            raise ClonebenchError(f"{path} holds {len(tasks)} tasks {tasks}: compare one task, e.g. {path / tasks[0]}")
+            first = summary["tasks"][tasks[0]].get("run_dir", tasks[0])
+            raise ClonebenchError(f"{path} holds {len(tasks)} tasks {tasks}: compare one task, e.g. {path / first}")
         return [(summary.get("model"), [path / summary["tasks"][tasks[0]]["run_dir"]])]
     if (path / "multirun.yaml").is_file():
         jobs = [d for d in path.iterdir() if d.is_dir() and (d / "metrics.json").is_file()]
