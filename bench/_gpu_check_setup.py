@@ -174,6 +174,9 @@ def random_whisper(path: Path, size: str = "base") -> str:
     torch.manual_seed(0)
     model = Whisper(dims)
     with torch.no_grad():
+        # openai-whisper leaves the decoder's positional embedding as torch.empty (a real checkpoint fills it):
+        # uninitialised memory gives NaN logits now and then, which the temperature fallback's sampling refuses
+        model.decoder.positional_embedding.normal_(0.0, 0.01)
         model.decoder.token_embedding.weight[50257:] = 0.0
     torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
     return _sha256(path)
