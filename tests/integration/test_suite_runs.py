@@ -200,3 +200,40 @@ def test_derived_task_scores_the_processed_clone_against_the_unprocessed_one(cor
     submission = json.loads((scored / "submission.json").read_text())
     assert submission["tasks"]["compression-narrowband"]["status"] == "complete"
     assert set(submission["tasks"]["compression-narrowband"]["means"]) >= {"sim", "stoi", "mcd", "wer"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # generates and scores 24 pairs with faster-whisper base on CPU
+def test_crosslingual_task_scores_each_row_with_its_languages_text_rule(tmp_path):
+    """core-v1's crosslingual task (EN->ZH and ZH->EN rows) generated against the stand-in (which speaks Mandarin
+    text in eSpeak NG's Mandarin voice) and scored in one suite command: the multilingual Whisper (faster-whisper
+    base) decodes in each row's target language, WER follows rvcbench's text rule for that language (Chinese:
+    Traditional->Simplified, jieba words) and the Chinese rows get CER."""
+    from clonebench.demo.suite_dataset import build_suite_standin
+    from clonebench.standin import running_standin
+
+    folder = build_suite_standin("core-v1", tmp_path / "standin", ["crosslingual"])
+    sha = write_tiny_utmos(tmp_path / "utmos")
+    with running_standin(max_lifetime=1800) as server:
+        result, suite_dir = suite_run(
+            tmp_path, "suite/core_v1", server.url, f"suite.name={folder}",
+            f"dataset.root_path={tmp_path / 'standin' / 'dataset'}", "suite.tasks=[crosslingual]",
+            "evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=base",
+            "evaluation.whisper.allow_hub=false", "evaluation.ecapa.allow_hub=false",
+            f"evaluation.utmos.local_dir={tmp_path / 'utmos'}", f"evaluation.utmos.sha256={sha}",
+            "evaluation.utmos.allow_hub=false", "suite.model=stand-in")
+    summary = (suite_dir / "suite_summary.md").read_text()
+    assert result.status == "complete", summary
+    with open(suite_dir / "tasks" / "crosslingual" / "generation_sample_metrics.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 24 and all(row["wer"] != "" for row in rows), rows[:2]
+    chinese = [row for row in rows if row["language"].lower().startswith("zh")]
+    english = [row for row in rows if row["language"].lower().startswith("en")]
+    assert chinese and english and len(chinese) + len(english) == 24
+    assert all(row["cer"] != "" for row in chinese)
+    scoring = (suite_dir / "tasks" / "crosslingual" / "scoring_manifest.json").read_text()
+    assert "OpenCC" in scoring and "jieba" in scoring  # the pinned converter and segmenter in the WER protocol
+    english_wer = sum(float(row["wer"]) for row in english) / len(english)
+    assert english_wer < 0.5, english_wer  # the English clones say their text
+    submission = json.loads((suite_dir / "submission.json").read_text())
+    assert submission["tasks"]["crosslingual"]["status"] == "complete"

@@ -303,7 +303,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.tone:
             return wavs.tone(request, style)
         try:
-            return voice.synthesize(request["text"], "en", style, request["seed"])
+            return voice.synthesize(request["text"], voice.text_language(request["text"]), style, request["seed"])
         except voice.SpeechError as exc:
             raise HTTPFailure(500, f"No audio generated: {exc}") from exc
 

@@ -63,6 +63,12 @@ def espeak(text: str, voice_name: str, pitch: int, speed: int, rate: int) -> np.
     return resample_poly(audio, rate, native).astype(np.float32)
 
 
+def text_language(text: str) -> str:
+    """The language the stand-in speaks ``text`` in: Mandarin when it holds CJK ideographs (as Fish S2 reads the
+    text's own script; the request carries no language), else English."""
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" for ch in text) else "en"
+
+
 def synthesize(text: str, language: str, style: dict, seed: int | None) -> bytes:
     """44.1 kHz mono PCM16 WAV of ``text``; a seeded -80 dBFS dither makes unseeded requests differ like a model's."""
     base = LANGUAGE_VOICES.get(language.lower().split("-")[0], "en-us")
