@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from clonebench.report.browser import launch  # noqa: E402
+from clonebench.report.browser import launch, save_screenshot  # noqa: E402
 
 
 def answer(page, kind: str) -> None:
@@ -60,12 +60,8 @@ def main(argv: list[str]) -> int:
         answer(page, kind)
         page.evaluate("document.querySelectorAll('#trial audio').forEach(a => a.pause())")
         page.evaluate("document.querySelectorAll('#trial .playing').forEach(b => b.classList.remove('playing'))")
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(args.output))
+        save_screenshot(page, args.output)
         browser.close()
-    from PIL import Image  # a pillow dependency of matplotlib: a 128-colour palette keeps the PNG small
-
-    Image.open(args.output).convert("RGB").quantize(colors=128).save(args.output, optimize=True)
     print(f"wrote {args.output}")
     return 0
 

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from clonebench.report.browser import launch  # noqa: E402
+from clonebench.report.browser import launch, save_screenshot  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -39,12 +39,8 @@ def main(argv: list[str]) -> int:
                                timeout=30_000)
         if args.at:
             page.evaluate("id => document.getElementById(id).scrollIntoView()", args.at)
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(args.output))
+        save_screenshot(page, args.output)
         browser.close()
-    from PIL import Image  # a pillow dependency of matplotlib: a 128-colour palette keeps the PNG small
-
-    Image.open(args.output).convert("RGB").quantize(colors=128).save(args.output, optimize=True)
     print(f"wrote {args.output}")
     return 0
 

@@ -26,3 +26,13 @@ def chromium_path() -> str:
 def launch(playwright):
     """A headless Chromium browser from ``sync_playwright()``'s object."""
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+
+
+def save_screenshot(page, output: Path) -> None:
+    """``page`` as a PNG at ``output``, quantised to a 128-colour palette (small enough to keep in docs/; pillow
+    comes with matplotlib)."""
+    from PIL import Image
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(output))
+    Image.open(output).convert("RGB").quantize(colors=128).save(output, optimize=True)

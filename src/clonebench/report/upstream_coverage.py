@@ -5,19 +5,13 @@ code is not imported at run time); the tests compare against upstream's function
 
 from __future__ import annotations
 
-import math
-
 from clonebench.data.suite import UPSTREAM_METRICS
+from clonebench.report.tables import as_number
 
 
 def _number(value) -> float | None:
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+    """A finite float from a cell (``tables.as_number``), a bool never counting as a number (as upstream)."""
+    return None if isinstance(value, bool) else as_number(value)
 
 
 def valid(metric: str, value) -> bool:
