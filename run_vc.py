@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parent / "src"
 if (SRC / "clonebench").is_dir() and str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))  # the code of this checkout, even where another checkout is installed
 
-from clonebench.hydra_guard import guard_process
+from clonebench.config.hydra_guard import guard_process
 
 guard_process()  # before Hydra parses the command line: what it prints or writes is redacted from here on
 
@@ -24,8 +24,8 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from clonebench.pipeline import main as pipeline_main  # noqa: E402
-from clonebench.pipeline import register_resolvers  # noqa: E402
+from clonebench.runs.pipeline import main as pipeline_main  # noqa: E402
+from clonebench.config.compose import register_resolvers  # noqa: E402
 
 register_resolvers()
 

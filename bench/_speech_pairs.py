@@ -5,7 +5,7 @@ other harnesses.
 
 A pair's generated clip and its target recording are two DIFFERENT sentences of the same reader (a variant of clip
 ``a`` against a variant of clip ``a+1``): a variant of the target's own sentence would be a processed copy of the
-answer, which the folder check refuses as a leak (clonebench/data/leak.py). SIM then compares one voice, as a good
+answer, which the folder check refuses as a leak (clonebench/external/leak.py). SIM then compares one voice, as a good
 clone does; MCD and STOI compare two sentences (their values mean nothing, their cost is a real pair's).
 
 Designs: ``distinct`` (default): every file of every pair is different (each pair its own target, as in the
@@ -66,7 +66,7 @@ def build_pairs(folder: Path, count: int = 12, design: str = "distinct") -> list
 
 def write_manifest(pairs: list[dict], folder: Path) -> tuple[Path, Path]:
     """A clonebench pair manifest (rooted at ``/``) and a folder of ``<task>__<pair_id>.wav`` generated files."""
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     generated = folder / "generated"
     generated.mkdir(parents=True, exist_ok=True)

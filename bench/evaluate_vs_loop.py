@@ -48,7 +48,7 @@ from collections import defaultdict
 import clonebench.evaluate.scoring as phase
 spent = defaultdict(float)
 span = []
-original = phase._score
+original = phase.score_chunk  # what the in-process path calls per batch
 def timed(scorer, items):
     started, wall = time.perf_counter(), time.time()
     try:
@@ -56,7 +56,7 @@ def timed(scorer, items):
     finally:
         spent[scorer.name] += time.perf_counter() - started
         span.extend([wall, time.time()])
-phase._score = timed
+phase.score_chunk = timed
 atexit.register(lambda: print('BENCH ' + json.dumps({'scoring_s': dict(spent), 'first_score': min(span),
     'last_score': max(span), 'max_rss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}), file=sys.stderr))
 sys.argv = ARGV
@@ -159,7 +159,7 @@ def prepare_models(work: Path) -> Path:
     """The ECAPA and faster-whisper base folders on disk, as an upstream user has them (from the wheels)."""
     from clonebench.evaluate.assets import release, resolve
     from clonebench.evaluate.locks import ECAPA, FASTER_WHISPER_BASE
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     models = work / "models"
     cache = HashCache(work / "cache" / "file_sha256.sqlite")

@@ -283,7 +283,7 @@ def main(argv: list[str]) -> int:
                 "clips": {"ecapa": 2 * len(pairs), "mcd": 2 * len(pairs), "stoi": 2 * len(pairs),
                           "whisper": len(pairs)}}
         if args.wer:
-            from clonebench.hashing import sha256_file
+            from clonebench.core.hashing import sha256_file
             from tests.tiny_models import write_tiny_openai_whisper
 
             checkpoint = write_tiny_openai_whisper(work / "tiny-random.pt")

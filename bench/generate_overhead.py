@@ -31,7 +31,7 @@ def client_overhead(work: Path, pairs_per_speaker: int, latency: float) -> dict:
     import httpx
 
     from clonebench.demo.dataset import build_demo_dataset
-    from clonebench.pipeline import run
+    from clonebench.runs.pipeline import run
     from tests.conftest import compose
 
     manifest = build_demo_dataset(work / "data", pairs_per_speaker=pairs_per_speaker)
@@ -57,7 +57,7 @@ def client_overhead(work: Path, pairs_per_speaker: int, latency: float) -> dict:
 
 
 def rehash(work: Path, gigabytes: float) -> dict:
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     path = work / "checkpoint.bin"
     block = os.urandom(1 << 20)

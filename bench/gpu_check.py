@@ -76,7 +76,7 @@ class Checker:
         """clonebench's run_group: (provenance, {sample: values}, {sample: error})."""
         from clonebench.evaluate.cache import MetricCache
         from clonebench.evaluate.scoring import run_group
-        from clonebench.hashing import HashCache
+        from clonebench.core.hashing import HashCache
 
         self.runs += 1
         settings = SimpleNamespace(evaluation=SimpleNamespace(scorer_options=options, batch_size=batch))
@@ -226,7 +226,7 @@ class Checker:
         import torch
 
         from clonebench.cli.doctor_gpu import run_gpu_checks
-        from clonebench.errors import ConfigError
+        from clonebench.core.errors import ConfigError
         from clonebench.evaluate.device import resolve_device
 
         lines = []
@@ -273,7 +273,7 @@ def main() -> int:
     (work / "wavs").mkdir()
     wavs = setup.variants(clips, work / "wavs")
     from clonebench.evaluate.base import ScoreItem
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     checker.items = [ScoreItem(sample_id=f"{k:03d}", pair_id=f"{k:03d}", speaker_id="s", generated_path=path,
                                generated_sha256=sha256_file(path), target_path=wavs[(k + 7) % len(wavs)][0],

@@ -51,7 +51,7 @@ def write_pair(folder: Path, seconds: float) -> tuple[Path, Path, str]:
 
 
 def scorer_for(name: str):
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     cache = HashCache(None)
     if name == "mcd":

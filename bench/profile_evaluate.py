@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
                 "clips": {"ecapa": len(targets) + len(generated_files), "mcd": len(targets) + len(generated_files),
                           "stoi": 2 * len(pairs), "whisper": len(pairs), "dnsmos": len(pairs)}}
         if "wer" in metrics:
-            from clonebench.hashing import sha256_file
+            from clonebench.core.hashing import sha256_file
             from tests.tiny_models import write_tiny_openai_whisper
 
             checkpoint = write_tiny_openai_whisper(work / "tiny-random.pt")

@@ -86,7 +86,7 @@ def one_size(work: Path, every: int, url: str, concurrency: int, tasks: list[str
     built = time.perf_counter() - started
     root = work / "standin" / "dataset"
     validate = measured(
-        "from clonebench.data.suite import load_suite; from clonebench.data.suite_inputs import check_suite_inputs; "
+        "from clonebench.suite.definition import load_suite; from clonebench.suite.inputs import check_suite_inputs; "
         f"counts = check_suite_inputs(load_suite({str(folder)!r}, {tasks!r}), {str(root)!r}, 42); "
         "print('PAIRS', sum(counts.values()))")
     pairs = int(next(line.split()[1] for line in validate["stdout"].splitlines() if line.startswith("PAIRS")))

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from clonebench.atomic import atomic_write_json  # noqa: E402
+from clonebench.core.atomic import atomic_write_json  # noqa: E402
 
 OUTPUT = REPO / "reproduction" / "paper" / "published_tables.json"
 OUTPUT_V3 = REPO / "reproduction" / "paper" / "published_tables_v3.json"

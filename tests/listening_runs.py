@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from clonebench.pipeline import run
+from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
 
 from tests.conftest import compose

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-from clonebench.report.listening.integrity import sealed
-from clonebench.report.listening.wording import SCALES
+from clonebench.listening.integrity import sealed
+from clonebench.listening.wording import SCALES
 
 CHECK_TRUTH = {"degraded": 1.0, "other_speaker": 1.2, "cmos_degraded": 2.6}
 

@@ -102,7 +102,7 @@ def as_upstream_prints(hypothesis: str) -> str:
 def peer_row(sample_id: str, target: Path, generated: Path, text: str, language: str = "en",
              speaker: str = "s") -> dict:
     """A row as rvcbench's runner hands it to ``evaluate_run``."""
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     return {"sample_id": sample_id, "speaker_id": speaker, "target_path": str(target),
             "target_sha256": sha256_file(target), "generated_path": str(generated),

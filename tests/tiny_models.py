@@ -80,7 +80,7 @@ def write_tiny_utmos(folder: Path) -> str:
     import torch
 
     from clonebench.evaluate.scorers.utmos import WEIGHTS
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "hubconf.py").write_text(UTMOS_HUBCONF)
@@ -94,7 +94,7 @@ def write_tiny_emotion(folder: Path, base: Path) -> dict[str, str]:
     import torch
     from speechbrain.dataio.encoder import CategoricalEncoder
 
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "custom_interface.py").write_text(EMOTION_INTERFACE)

@@ -29,7 +29,7 @@ from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for
-from clonebench.hashing import HashCache, sha256_file
+from clonebench.core.hashing import HashCache, sha256_file
 
 METRICS = tuple(METRIC_GROUPS)
 ALIASES = {"speechmos": "mos", "emotion": "emotion_match"}
@@ -49,7 +49,7 @@ class Evaluator:
                  overrides=(), cache_dir: str | Path | None = None):
         import torch
 
-        from clonebench.config_compose import scoring_settings
+        from clonebench.config.compose import scoring_settings
         from clonebench.evaluate.device import resolve_device
         from clonebench.evaluate.scoring import make_scorer, scorer_provenance
 

@@ -57,7 +57,7 @@ def test_readme_listening_test_commands_run_as_printed(demo_runs):
     import playwright.sync_api as playwright_api
 
     from clonebench.report.browser import launch
-    from clonebench.report.listening.ratings import load_key
+    from clonebench.listening.ratings import load_key
     from tests.listening_browser import complete, key_policy
 
     tmp, scored, _ = demo_runs
@@ -92,7 +92,7 @@ def test_readme_listening_test_commands_run_as_printed(demo_runs):
 
 @pytest.mark.slow
 def test_the_report_refuses_a_listening_test_of_other_runs(demo_runs):
-    from clonebench.report.listening.ratings import load_key
+    from clonebench.listening.ratings import load_key
     from tests.listening_sim import Population
 
     tmp, scored, other = demo_runs

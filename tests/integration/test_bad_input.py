@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from clonebench.errors import ManifestError
+from clonebench.core.errors import ManifestError
 
 from tests.conftest import REPO, files_under, generate_run, journal, load_manifest
 

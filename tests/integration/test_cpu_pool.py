@@ -14,7 +14,7 @@ from clonebench.evaluate import overlap
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.cpu_pool import POOL_MIN_ITEMS, CpuPool, pool_workers
 from clonebench.evaluate.scoring import run_group
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.conftest import score_item
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clonebench.errors import ClonebenchError
-from clonebench.records import RunStatus
+from clonebench.core.errors import ClonebenchError
+from clonebench.core.records import RunStatus
 
 from tests.conftest import generate_run, journal, load_manifest
 

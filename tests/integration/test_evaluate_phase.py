@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from clonebench.errors import ClonebenchError
-from clonebench.pipeline import run
+from clonebench.core.errors import ClonebenchError
+from clonebench.runs.pipeline import run
 
 from tests.conftest import compose
 
@@ -110,7 +110,7 @@ def test_refuses_a_folder_that_is_not_a_run_and_other_pairs(scored, demo_dataset
 def test_device_is_part_of_the_fingerprint(monkeypatch):
     from clonebench.evaluate import scoring as phase
     from clonebench.evaluate.scorers.mcd import MCDScorer
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     scorer = MCDScorer({}, "cpu", HashCache(None))
     on_cpu = phase.scorer_provenance(scorer, 8)["fingerprint"]
@@ -131,7 +131,7 @@ def test_a_nan_score_makes_the_run_partial_never_complete(scored, demo_dataset, 
     import numpy as np
     import soundfile as sf
 
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     tmp, _ = scored
     copy = tmp_path / "results" / "first"

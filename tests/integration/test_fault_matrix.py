@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.errors import ReferenceIgnoredError, ServerNotReadyError
-from clonebench.records import RunStatus
+from clonebench.core.errors import ReferenceIgnoredError, ServerNotReadyError
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 
 from tests.conftest import generate_run, journal, load_manifest
@@ -170,7 +170,7 @@ def test_the_unseeded_check_needs_two_speakers(tmp_path, dataset):
 
 
 def test_s2cpp_refuses_to_skip_the_reference_check(tmp_path, dataset):
-    from clonebench.errors import ConfigError
+    from clonebench.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="reference_check=false is refused for s2cpp_http"):
         generate_run(tmp_path, dataset, "http://127.0.0.1:9", "adversary=s2cpp_http",

@@ -34,7 +34,7 @@ HOSTILE = [
 RUNNER = """
 import runpy, sys
 sys.argv = sys.argv[1:]
-import clonebench.pipeline, clonebench.generate.phase, clonebench.settings, clonebench.adversary.fish_s2_http  # noqa
+import clonebench.runs.pipeline, clonebench.generate.phase, clonebench.config.settings, clonebench.adversary.fish_s2_http  # noqa
 import hydra, httpx, numpy, soundfile, tenacity, tqdm  # noqa: loaded before the baseline
 base = int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS:")).split()[1])  # resident now, kB
 try:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from clonebench.cli.main import main as cli_main
-from clonebench.records import RunStatus
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 
 from tests.conftest import generate_run, journal, load_manifest
@@ -137,7 +137,7 @@ def test_a_key_echoed_back_by_the_server_is_redacted_everywhere(tmp_path, datase
 
 
 def test_url_credentials_and_an_api_key_are_refused_together(tmp_path, dataset, monkeypatch):
-    from clonebench.errors import ConfigError
+    from clonebench.core.errors import ConfigError
 
     monkeypatch.setenv("CLONEBENCH_TEST_KEY", "sk-test-000011112222")
     with pytest.raises(ConfigError, match="api_key_env") as info:
@@ -212,7 +212,7 @@ def _drip_answer(handler):
     (_drip_answer, "no answer within adversary.timeout=1.5"),
 ])
 def test_a_hostile_readiness_answer_is_a_clear_not_ready(tmp_path, dataset, answer, reason):
-    from clonebench.errors import ServerNotReadyError
+    from clonebench.core.errors import ServerNotReadyError
 
     probe = _HostileProbe(answer)
     try:

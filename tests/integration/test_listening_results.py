@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from clonebench.cli.main import main as cli
-from clonebench.errors import ClonebenchError
-from clonebench.report.listening.build import build_test
-from clonebench.report.listening.integrity import sealed
-from clonebench.report.listening.ratings import load_key
-from clonebench.report.listening.results import write_results
+from clonebench.core.errors import ClonebenchError
+from clonebench.listening.build import build_test
+from clonebench.listening.integrity import sealed
+from clonebench.listening.ratings import load_key
+from clonebench.listening.results import write_results
 
 from tests.listening_runs import generation_runs
 from tests.listening_sim import Population, expected_mean

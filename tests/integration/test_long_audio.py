@@ -13,7 +13,7 @@ import pytest
 import soundfile as sf
 
 from clonebench.evaluate import transcript, wer_text
-from clonebench.hashing import HashCache, sha256_file
+from clonebench.core.hashing import HashCache, sha256_file
 
 from tests.conftest import score_item
 from tests.peer import one_torch_thread

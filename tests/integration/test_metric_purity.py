@@ -16,7 +16,7 @@ import pytest
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.scoring import run_group
 from clonebench.data.selection import shard_of
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.conftest import score_item
 

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from clonebench.evaluate import transcript, zh_text
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.conftest import score_item
 from tests.unit.test_text_rules import upstream_score

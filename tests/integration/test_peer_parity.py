@@ -16,7 +16,7 @@ import hashlib
 
 import pytest
 
-from clonebench.hashing import HashCache, sha256_file
+from clonebench.core.hashing import HashCache, sha256_file
 
 from tests.conftest import VARIANT_KINDS, score_item
 from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, one_torch_thread, peer_row
@@ -160,7 +160,7 @@ def test_greedy_decoding_is_another_protocol(speech_variants, tiny_whisper_check
 def test_aggregates_equal_the_peers_avg_and_bootstrap(peer):
     """clonebench's ``upstream`` block, fed the peer's own per-sample values, is upstream's ``avg_<m>`` and
     ``avg_<m>_ci`` exactly (its bootstrap seed is null: the global RNG re-seeded with the evaluation seed)."""
-    from clonebench.evaluate.aggregate import summarise
+    from clonebench.stats.utterance import summarise
 
     theirs, result = peer
     rows = [{m: float(values[m]) for m in METRICS} | {"wer_edits": 0, "wer_ref_words": 1}

@@ -17,9 +17,9 @@ import shutil
 import pytest
 
 from clonebench.cli.main import main as cli
-from clonebench.data.pair_sets import from_manifest
-from clonebench.data.prompts import batch_list, prompt_entries
-from clonebench.errors import ClonebenchError
+from clonebench.external.pair_sets import from_manifest
+from clonebench.external.prompts import batch_list, prompt_entries
+from clonebench.core.errors import ClonebenchError
 
 from tests.conftest import LIBRITTS16
 
@@ -67,7 +67,7 @@ def test_prompt_files_equal_the_peer_exporter_byte_for_byte(dataset, tmp_path):
     assert references == sorted(p.relative_to(ours) for p in (ours / "references").rglob("*") if p.is_file())
     assert all((ours / r).read_bytes() == (theirs / r).read_bytes() for r in references)
     targets = {r["target_sha256"] for r in rows}
-    from clonebench.hashing import sha256_file
+    from clonebench.core.hashing import sha256_file
 
     assert not any(sha256_file(p) in targets for p in ours.rglob("*") if p.is_file())  # no answer is exported
 
@@ -125,9 +125,9 @@ def test_suite_prompts_equal_the_peer_exporter_on_onboarding_v1(onboarding_stand
     included (a task selection changes its sha256 and label as rvcbench's does); no target is exported."""
     from rvcbench.benchmark.submission import export_prompts
 
-    from clonebench.data.suite import load_suite
-    from clonebench.data.suite_rows import task_rows
-    from clonebench.hashing import sha256_file
+    from clonebench.suite.definition import load_suite
+    from clonebench.suite.rows import task_rows
+    from clonebench.core.hashing import sha256_file
 
     folder, data = onboarding_standin / "suite" / "onboarding_v1", onboarding_standin / "dataset"
     theirs, ours = tmp_path / "theirs", tmp_path / "ours"

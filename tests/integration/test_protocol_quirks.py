@@ -10,7 +10,7 @@ import pytest
 
 from clonebench.adversary.s2cpp_http import multipart
 from clonebench.data.audio import validate_wav
-from clonebench.records import RunStatus
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 
 from tests.conftest import generate_run, journal, load_manifest

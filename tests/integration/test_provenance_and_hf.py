@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from clonebench.records import RunStatus
+from clonebench.core.records import RunStatus
 
 from tests.conftest import generate_run, load_manifest
 
@@ -41,7 +41,7 @@ def test_service_trees_are_hashed_and_cached(tmp_path, dataset, standin):
 
 
 def test_missing_service_path_is_a_config_error(tmp_path, dataset, standin):
-    from clonebench.errors import ConfigError
+    from clonebench.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"adversary.service_code_path=.*does not exist"):
         generate_run(tmp_path, dataset, standin.url, f"+adversary.service_code_path={tmp_path / 'nope'}")
@@ -62,7 +62,7 @@ def test_hf_dataset_folder(tmp_path, dataset, standin):
     table = table.cast_column("target_audio", datasets.Audio(decode=False))
     table.save_to_disk(str(tmp_path / "hf"))
     from tests.conftest import compose
-    from clonebench.pipeline import run
+    from clonebench.runs.pipeline import run
 
     cfg = compose("ots_vc/clean/libritts/fish_audio_s2_ots", [
         f"paths.results_dir={tmp_path / 'results'}", f"dataset.hf_path={tmp_path / 'hf'}",

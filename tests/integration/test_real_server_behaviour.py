@@ -18,9 +18,9 @@ import pytest
 import soundfile as sf
 
 from clonebench.adversary.s2cpp_http import multipart
-from clonebench.errors import ConfigError, ResumeError, ServerNotReadyError
-from clonebench.hashing import sha256_bytes
-from clonebench.records import RunStatus
+from clonebench.core.errors import ConfigError, ResumeError, ServerNotReadyError
+from clonebench.core.hashing import sha256_bytes
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 from clonebench.standin.server import StandinServer
 
@@ -225,7 +225,7 @@ def test_openai_sampling_is_sent_in_extra_params_and_recorded(tmp_path, dataset)
     assert manifest["generation_fingerprint_fields"]["effective_sampling"] == expected
     from clonebench.adversary.openai_speech import OpenAISpeech
     from clonebench.adversary.base import SynthesisInput
-    from clonebench.settings import read_settings
+    from clonebench.config.settings import read_settings
     from omegaconf import OmegaConf
 
     settings = read_settings(OmegaConf.create(manifest["config"]), "manifest")

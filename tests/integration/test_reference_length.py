@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.errors import ManifestError
+from clonebench.core.errors import ManifestError
 
 from tests.conftest import generate_run, load_manifest
 

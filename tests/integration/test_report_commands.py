@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from clonebench.cli.main import main as cli
-from clonebench.pipeline import run
+from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
 
 from tests.conftest import REPO, compose

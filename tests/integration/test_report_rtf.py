@@ -11,8 +11,8 @@ import pytest
 from clonebench.cli.main import main as cli
 from clonebench.cli.report_cmd import add_arguments
 from clonebench.cli.report_cmd import run as report
-from clonebench.errors import ClonebenchError
-from clonebench.pipeline import run
+from clonebench.core.errors import ClonebenchError
+from clonebench.runs.pipeline import run
 from clonebench.report.rtf import load_timing
 from clonebench.standin import running_standin
 

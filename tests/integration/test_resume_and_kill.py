@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from clonebench.data.audio import validate_wav
-from clonebench.errors import ResumeError
-from clonebench.hashing import sha256_file
-from clonebench.records import RunStatus
+from clonebench.core.errors import ResumeError
+from clonebench.core.hashing import sha256_file
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 
 from tests.conftest import REPO, generate_run, journal, load_manifest

@@ -8,8 +8,8 @@ import signal
 import pytest
 from omegaconf import OmegaConf
 
-from clonebench.errors import ClonebenchError
-from clonebench.records import RunStatus
+from clonebench.core.errors import ClonebenchError
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 
 from tests.conftest import compose, generate_run, journal, load_manifest

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from clonebench.errors import ClonebenchError
-from clonebench.hashing import sha256_file
-from clonebench.records import RunStatus
+from clonebench.core.errors import ClonebenchError
+from clonebench.core.hashing import sha256_file
+from clonebench.core.records import RunStatus
 
 from tests.conftest import compose, generate_run, journal, load_manifest
 
@@ -73,7 +73,7 @@ def test_resume_revalidates_reused_audio_as_wav(tmp_path, dataset, standin):
     row = load_manifest(first)["samples"][1]
     junk = b"RIFF" + os.urandom(4000)  # not a WAV, but journaled with its own sha256 (a consistent forgery)
     (first / row["audio_path"]).write_bytes(junk)
-    from clonebench.hashing import sha256_bytes
+    from clonebench.core.hashing import sha256_bytes
     _rewrite_sample_event(first, row["sample_id"], audio_sha256=sha256_bytes(junk))
     standin.received.clear()
     status, second = generate_run(tmp_path, dataset, standin.url, NO_GATE, f"vc.resume_from={first}",
@@ -87,7 +87,7 @@ def test_resume_revalidates_reused_audio_as_wav(tmp_path, dataset, standin):
 def test_evaluate_inputs_refuse_audio_outside_the_source_run(tmp_path, dataset, standin, how):
     from clonebench.data.selection import load_samples
     from clonebench.evaluate.inputs import load_requested
-    from clonebench.settings import read_settings
+    from clonebench.config.settings import read_settings
 
     status, first = generate_run(tmp_path, dataset, standin.url, NO_GATE, run_dir=tmp_path / "results" / "first")
     sample_id, outside = _escape(first, tmp_path / "elsewhere" / "planted.wav", how)
@@ -101,8 +101,8 @@ def test_evaluate_inputs_refuse_audio_outside_the_source_run(tmp_path, dataset, 
 
 @pytest.mark.parametrize("how", ["dotdot", "absolute"])
 def test_merge_writes_only_inside_its_output(tmp_path, dataset, standin, how):
-    from clonebench.pipeline import run
-    from clonebench.report.merge import merge
+    from clonebench.runs.pipeline import run
+    from clonebench.runs.merge import merge
 
     sweep = tmp_path / "sweep"
     cfg = compose("demo", [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={dataset / 'metadata.json'}",
@@ -127,8 +127,8 @@ def test_merge_writes_only_inside_its_output(tmp_path, dataset, standin, how):
 
 
 def test_merge_refuses_to_replace_a_folder_that_is_not_a_merge(tmp_path, dataset, standin):
-    from clonebench.pipeline import run
-    from clonebench.report.merge import merge
+    from clonebench.runs.pipeline import run
+    from clonebench.runs.merge import merge
 
     sweep = tmp_path / "sweep"
     cfg = compose("demo", [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={dataset / 'metadata.json'}",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.conftest import VARIANT_KINDS, score_item
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clonebench.evaluate.wer_text import utterance_wer
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.conftest import score_item
 

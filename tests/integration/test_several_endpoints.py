@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from clonebench.records import RunStatus
+from clonebench.core.records import RunStatus
 from clonebench.standin.process import start_process
 
 from tests.conftest import generate_run, journal, load_manifest

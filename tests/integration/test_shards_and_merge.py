@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.data.selection import shard_of
-from clonebench.pipeline import run
-from clonebench.report.merge import merge
+from clonebench.runs.pipeline import run
+from clonebench.runs.merge import merge
 from clonebench.standin import running_standin
 
 from tests.conftest import REPO, compose

@@ -1,5 +1,5 @@
 """Every class of bad file in a folder made outside clonebench gets its own per-id message before anything is
-scored (clonebench.data.submitted), and ``clonebench score --check-only`` prints them and writes nothing."""
+scored (clonebench.external.submitted), and ``clonebench score --check-only`` prints them and writes nothing."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import soundfile as sf
 
 from clonebench.cli.main import main as cli
 from clonebench.data.manifest import Selection
-from clonebench.data.pair_sets import from_manifest
-from clonebench.data.submitted import check_folder
+from clonebench.external.pair_sets import from_manifest
+from clonebench.external.submitted import check_folder
 from clonebench.demo.dataset import scale_manifest
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 
 from tests.conftest import OFFLINE_SCORERS, suite_run
 from tests.tiny_models import write_tiny_utmos

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from clonebench.errors import DependencyError
+from clonebench.core.errors import DependencyError
 from clonebench.evaluate import zh_text
-from clonebench.pipeline import run
+from clonebench.runs.pipeline import run
 
 from tests.conftest import compose
 

@@ -44,7 +44,7 @@ from clonebench.evaluate.scorers.dnsmos_batched import p808_features, windows
 out["dnsmos_p808_features"] = digest(p808_features(windows(load_librosa_16k(c))[0][:4]) for c in clips)
 if sys.argv[4] == "ecapa":
     from clonebench.evaluate.scorers.ecapa import EcapaScorer
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
     scorer = EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu", HashCache(None))
     scorer.load()
     out["ecapa_embeddings"] = digest(scorer.embed(c).numpy() for c in clips)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from clonebench.data.audio import validate_wav
-from clonebench.errors import ClonebenchError, ConfigError
-from clonebench.pipeline import run
-from clonebench.records import RunStatus
+from clonebench.core.errors import ClonebenchError, ConfigError
+from clonebench.runs.pipeline import run
+from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 
 from tests.conftest import compose, generate_run, load_manifest

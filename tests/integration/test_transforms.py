@@ -18,10 +18,10 @@ import soundfile as sf
 import rvcbench
 from rvcbench.benchmark.submission import transform_audio
 
-from clonebench.errors import ConfigError, DependencyError
+from clonebench.core.errors import ConfigError, DependencyError
 from clonebench.evaluate.derived import derive_items
 from clonebench.evaluate.transform import Transform, check_ffmpeg, fingerprint, transform_wav
-from clonebench.hashing import sha256_file
+from clonebench.core.hashing import sha256_file
 
 from tests.conftest import score_item
 
@@ -160,7 +160,7 @@ def test_compressed_clips_score_end_to_end_through_real_encoders_and_scorers(clo
     from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.evaluate.scorers.stoi import STOIScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     text = clone.with_suffix(".txt").read_text()
     items = {}

@@ -14,8 +14,8 @@ import soundfile as sf
 from clonebench.cli.main import main as cli
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.scorers import emotion, utmos
-from clonebench.hashing import HashCache
-from clonebench.pipeline import run
+from clonebench.core.hashing import HashCache
+from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
 
 from tests.conftest import compose, score_item

@@ -8,7 +8,7 @@ import pytest
 
 from clonebench.evaluate.assets import Asset, AssetError, WheelSource, release, resolve
 from clonebench.evaluate.locks import DNSMOS, ECAPA, FASTER_WHISPER_BASE
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 
 def _asset(lock):
@@ -101,7 +101,7 @@ def test_split_parts_are_joined_once_into_the_shared_cache(tmp_path, monkeypatch
         read.append(str(path))
         return original(self, path)
 
-    monkeypatch.setattr("clonebench.hashing.sha256_file", lambda p: pytest.fail(f"re-read {p}"))
+    monkeypatch.setattr("clonebench.core.hashing.sha256_file", lambda p: pytest.fail(f"re-read {p}"))
     monkeypatch.setattr(HashCache, "sha256", counting)
     second = resolve(asset, None, False, cache)  # no re-join, no re-hash: every sha256 is a cache hit
     try:

@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from clonebench.report import seed_variance
-from clonebench.report.stats import cluster_bootstrap, cohen_dz, draw_counts, holm, wins
+from clonebench.stats import seed_variance
+from clonebench.stats.cluster import cluster_bootstrap, cohen_dz, draw_counts, wins
+from clonebench.stats.holm import holm
 
 
 def test_holm_by_hand():

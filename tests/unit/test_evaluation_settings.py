@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.settings import read_settings
+from clonebench.config.settings import read_settings
 
 from tests.conftest import compose
 

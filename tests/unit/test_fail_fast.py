@@ -13,7 +13,7 @@ import pytest
 from clonebench.evaluate import overlap
 from clonebench.evaluate import scoring as phase
 from clonebench.evaluate.cache import MetricCache
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.conftest import score_item
 

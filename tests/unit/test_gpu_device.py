@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from clonebench.errors import ConfigError
+from clonebench.core.errors import ConfigError
 from clonebench.evaluate import cuda_env, device
 
 
@@ -65,7 +65,7 @@ def test_resolve_device_here(caplog):
 
 def test_settings_normalise_the_device_and_name_the_key():
     from tests.conftest import compose
-    from clonebench.settings import read_settings
+    from clonebench.config.settings import read_settings
 
     assert read_settings(compose("demo", ["+vc.evaluation.device=cuda"]), "demo").evaluation.device == "cuda:0"
     assert read_settings(compose("demo", ["evaluation.device=CUDA:3"]), "demo").evaluation.device == "cuda:3"

@@ -1,7 +1,7 @@
 import hashlib
 import os
 
-from clonebench.hashing import HashCache, sha256_file, tree_sha256
+from clonebench.core.hashing import HashCache, sha256_file, tree_sha256
 
 
 def test_cache_reuses_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
@@ -11,7 +11,7 @@ def test_cache_reuses_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
     first = cache.sha256(big)
     assert first == hashlib.sha256(b"a" * 1000).hexdigest()
     calls = []
-    monkeypatch.setattr("clonebench.hashing.sha256_file", lambda p: calls.append(p) or sha256_file(p))
+    monkeypatch.setattr("clonebench.core.hashing.sha256_file", lambda p: calls.append(p) or sha256_file(p))
     assert cache.sha256(big) == first and calls == []  # unchanged: not read again
     big.write_bytes(b"b" * 1000)  # same size, new mtime
     os.utime(big, ns=(1, 1))

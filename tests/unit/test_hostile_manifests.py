@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from clonebench.config_reader import ConfigReader
+from clonebench.core.config_reader import ConfigReader
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.errors import ConfigError, ManifestError
+from clonebench.core.errors import ConfigError, ManifestError
 
 
 def _pairs(data: Path) -> list[dict]:
@@ -115,7 +115,7 @@ def test_non_finite_numbers_are_refused_for_every_float_key(value):
                                       "adversary.retry_initial_delay=inf", "adversary.temperature=nan",
                                       "evaluation.confidence=nan"])
 def test_non_finite_overrides_are_refused_at_config_time(override):
-    from clonebench.settings import read_settings
+    from clonebench.config.settings import read_settings
     from tests.conftest import compose
 
     cfg = compose("demo", ["dataset.manifest_filename=/nonexistent/m.json", override])

@@ -1,12 +1,12 @@
-"""Which command-line values the Hydra guard registers as secrets (clonebench/hydra_guard.py): URL passwords, the
+"""Which command-line values the Hydra guard registers as secrets (clonebench/config/hydra_guard.py): URL passwords, the
 values of secret-named keys, an API key given where a variable's name belongs; never plain values such as ``true``
 (registering them would redact every ``true`` of every YAML file). The whole guard runs in
 tests/integration/test_hydra_echo_redaction.py, as run_vc.py installs it."""
 
 from __future__ import annotations
 
-from clonebench.hydra_guard import RedactingStream, register_argv_secrets
-from clonebench.redact import redact
+from clonebench.config.hydra_guard import RedactingStream, register_argv_secrets
+from clonebench.core.redact import redact
 
 
 def test_secrets_on_the_command_line_are_registered_and_plain_values_are_not():

@@ -3,7 +3,7 @@ import json
 
 from clonebench.data.identity import input_fingerprint, sample_id
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.records import PairRow
+from clonebench.core.records import PairRow
 
 from tests.conftest import LIBRITTS16
 

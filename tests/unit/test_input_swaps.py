@@ -10,8 +10,8 @@ import pytest
 
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.errors import ClonebenchError, ManifestError
-from clonebench.records import RunStatus
+from clonebench.core.errors import ClonebenchError, ManifestError
+from clonebench.core.records import RunStatus
 
 
 def _rewrite_in_place(path, data: bytes) -> None:

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from clonebench.errors import JournalError
+from clonebench.core.errors import JournalError
 from clonebench.generate.journal import Journal, final_outcomes, read_events
 
 

@@ -11,7 +11,7 @@ from tests.conftest import REPO
 
 def test_evaluate_and_merge_do_not_import_the_generate_phase():
     code = ("import sys, clonebench.data.selection, clonebench.evaluate.phase, clonebench.evaluate.inputs, "
-            "clonebench.report.merge\n"
+            "clonebench.runs.merge\n"
             "bad = sorted(m for m in sys.modules if m in ('clonebench.generate.phase', 'clonebench.generate.runner', 'clonebench.generate.recorder'))\n"
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -29,7 +29,7 @@ def test_selection_functions_live_in_data():
 
 def test_suite_definitions_are_data():
     """Suites are data: loading one and its inputs imports no pipeline phase (and no rvcbench code)."""
-    code = ("import sys, clonebench.data.suite, clonebench.data.suite_rows, clonebench.data.suite_inputs\n"
+    code = ("import sys, clonebench.suite.definition, clonebench.suite.rows, clonebench.suite.inputs\n"
             "bad = sorted(m for m in sys.modules if m.startswith(('clonebench.generate', 'clonebench.evaluate', "
             "'clonebench.report', 'clonebench.adversary', 'rvcbench')))\n"
             "print(bad); sys.exit(1 if bad else 0)")

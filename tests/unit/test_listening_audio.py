@@ -8,8 +8,8 @@ import pytest
 import soundfile as sf
 from scipy.signal import resample_poly, welch
 
-from clonebench.hashing import sha256_file
-from clonebench.report.listening import audio
+from clonebench.core.hashing import sha256_file
+from clonebench.listening import audio
 
 RATE = audio.RATE
 

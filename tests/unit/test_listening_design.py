@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clonebench.errors import ClonebenchError
-from clonebench.report.listening.design import build_design, stratified_sample
-from clonebench.report.listening.sources import Pair, Recording, System
+from clonebench.core.errors import ClonebenchError
+from clonebench.listening.design import build_design, stratified_sample
+from clonebench.listening.sources import Pair, Recording, System
 
 SPEAKERS = {"spk-alpha": 5, "spk-beta": 3, "spk-gamma": 1}
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from clonebench.errors import ClonebenchError
-from clonebench.report.listening.paper_columns import attach_listening
+from clonebench.core.errors import ClonebenchError
+from clonebench.listening.paper_columns import attach_listening
 from clonebench.report.paper import csv_text, latex, markdown
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clonebench.report.listening import agreement, stats
+from clonebench.listening import agreement
+
+from clonebench.stats import raters as stats
 
 from tests.listening_sim import expected_mean
 

@@ -243,7 +243,7 @@ def test_the_evaluate_phase_logs_damage_once_per_group(tmp_path, caplog):
     import soundfile as sf
 
     from clonebench.evaluate.scoring import run_group
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     from tests.conftest import score_item
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from clonebench.evaluate.overlap import run_groups, split
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 BESIDE = {"mcd", "dnsmos"}.__contains__
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from clonebench.report.compare import IncomparableError, compare
-from clonebench.report.paired import speaker_cluster_ci
+from clonebench.stats.paired import speaker_cluster_ci
 from clonebench.report.tables import ResultTable, load_plain
 
 from tests.conftest import REPO

@@ -25,7 +25,7 @@ def suite_run(tmp_path_factory):
 
 
 def test_a_suite_run_fills_the_v3_columns(suite_run, capsys):
-    from clonebench.report.suite_results import load_suite_results
+    from clonebench.suite.results import load_suite_results
 
     suite_dir, _ = suite_run
     results = load_suite_results(suite_dir)

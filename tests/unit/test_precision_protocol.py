@@ -10,7 +10,7 @@ import pytest
 
 from clonebench.evaluate import cuda_env, device, precision
 from clonebench.evaluate import scoring as phase
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 from tests.unit.test_gpu_device import fake_torch
 

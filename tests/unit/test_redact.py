@@ -2,7 +2,7 @@ import logging
 
 import pytest
 
-from clonebench import redact as r
+from clonebench.core import redact as r
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clonebench.errors import ResumeError
+from clonebench.core.errors import ResumeError
 from clonebench.generate.resume import resume_chain
 
 

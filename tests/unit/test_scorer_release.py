@@ -7,7 +7,7 @@ import gc
 import pytest
 
 from clonebench.evaluate.base import Scorer
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 
 class _Probe(Scorer):

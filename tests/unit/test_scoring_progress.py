@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate.progress import PROGRESS_NAME, ScoringProgress, read_progress, unfinished_reason
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from clonebench.data.identity import input_fingerprint
 from clonebench.data.manifest import Selection, build_samples, declared_audio_source, samples_from_rows
-from clonebench.data.suite import load_suite
-from clonebench.data.suite_package import SuiteFileError, installed_package, read_bytes
-from clonebench.data.suite_rows import normalise, task_rows
+from clonebench.suite.definition import load_suite
+from clonebench.suite.package import SuiteFileError, installed_package, read_bytes
+from clonebench.suite.rows import normalise, task_rows
 
 from tests.conftest import LIBRITTS16
 
@@ -140,7 +140,7 @@ def test_missing_fields_are_filled_as_rvcbench_fills_them(tmp_path):
     upstream = input_records(ZeroShotDataset(OmegaConf.create({}), config, None).get_zero_shot_samples())
 
     from clonebench.data.manifest import file_audio_source
-    from clonebench.data.suite_rows import infer_variants
+    from clonebench.suite.rows import infer_variants
 
     rows = [normalise(r, "VCTK", "m.json", i) for i, r in enumerate(raw)]
     infer_variants(rows)

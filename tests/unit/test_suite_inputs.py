@@ -14,8 +14,8 @@ import soundfile as sf
 
 from clonebench.adversary.base import SynthesisInput
 from clonebench.data.audio import InvalidAudio, validate_input_audio
-from clonebench.data.suite import load_suite
-from clonebench.data.suite_inputs import SuiteInputError, load_task_samples, runnable
+from clonebench.suite.definition import load_suite
+from clonebench.suite.inputs import SuiteInputError, load_task_samples, runnable
 
 
 def _encoded(fmt: str, subtype: str) -> bytes:
@@ -40,7 +40,7 @@ def test_compressed_inputs_are_checked_as_the_container_their_name_says():
 def test_references_are_sent_with_their_container_type():
     from clonebench.adversary.openai_speech import OpenAISpeech
     from clonebench.adversary.s2cpp_http import S2CppHTTP
-    from clonebench.settings import read_settings
+    from clonebench.config.settings import read_settings
 
     from tests.conftest import compose
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clonebench.data.suite import UPSTREAM_METRICS, load_suite
-from clonebench.data.suite_rows import task_rows
+from clonebench.suite.definition import UPSTREAM_METRICS, load_suite
+from clonebench.suite.rows import task_rows
 from clonebench.evaluate.outputs import COLUMNS
 
 CORE_TASKS = ["background", "textshift-hallucination", "audioshift", "compression-mp3-64k", "textshift-scam"]
@@ -108,7 +108,7 @@ from rvcbench.benchmark.artifacts import METRIC_COLUMNS as UPSTREAM_METRICS_COLU
 
 def test_coverage_means_groups_and_relative_change_equal_rvcbench(two_models):
     from rvcbench.benchmark import artifacts, submission
-    from clonebench.report.suite_results import load_suite_results
+    from clonebench.suite.results import load_suite_results
 
     results = load_suite_results(two_models[0])
     background, clean = results.task("background"), results.task("background-clean")
@@ -128,7 +128,7 @@ def test_coverage_means_groups_and_relative_change_equal_rvcbench(two_models):
 
 
 def test_paired_change_is_exact_on_known_deltas(two_models):
-    from clonebench.report.suite_results import load_suite_results
+    from clonebench.suite.results import load_suite_results
 
     background = load_suite_results(two_models[0]).task("background")
     paired = background.changes["paired"]["sim"]
@@ -143,8 +143,8 @@ def test_paired_change_is_exact_on_known_deltas(two_models):
 
 
 def test_derived_and_failed_tasks_are_listed_with_their_reason(two_models):
-    from clonebench.report.suite_results import load_suite_results
-    from clonebench.report.suite_tables import markdown
+    from clonebench.suite.results import load_suite_results
+    from clonebench.suite.tables import markdown
 
     results = load_suite_results(two_models[1])
     derived = results.task("compression-mp3-64k")
@@ -162,8 +162,8 @@ def test_derived_and_failed_tasks_are_listed_with_their_reason(two_models):
 
 
 def test_html_section_lists_worst_tasks_first(two_models):
-    from clonebench.report.html_suite import suite_section, worst_first
-    from clonebench.report.suite_results import load_suite_results
+    from clonebench.suite.html import suite_section, worst_first
+    from clonebench.suite.results import load_suite_results
 
     results = load_suite_results(two_models[1])
     order = [t.name for t in worst_first(results.tasks)]
@@ -177,7 +177,7 @@ def test_html_section_lists_worst_tasks_first(two_models):
 def test_submission_json_is_read_by_rvcbench_compare(two_models, tmp_path):
     from rvcbench.benchmark.comparison import compare_submissions
 
-    from clonebench.report.suite_outputs import write_suite_outputs
+    from clonebench.suite.outputs import write_suite_outputs
 
     for suite_dir in two_models[:2]:
         write_suite_outputs(suite_dir)

@@ -18,7 +18,7 @@ import pytest
 from rvcbench.evaluation.scorers import text as upstream_text
 from rvcbench.evaluation.scorers.wer import WERScorer, normalize_english
 
-from clonebench.errors import DependencyError
+from clonebench.core.errors import DependencyError
 from clonebench.evaluate import transcript, wer_text, zh_text
 from clonebench.evaluate.scorers.whisper_common import whisper_language
 

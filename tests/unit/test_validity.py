@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from clonebench.evaluate.aggregate import summarise
+from clonebench.stats.utterance import summarise
 from clonebench.evaluate.base import ScoreRecord
 from clonebench.evaluate.validity import checked, invalid_value
 

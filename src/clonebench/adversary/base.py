@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import httpx
 
-from clonebench.config_reader import ConfigReader
-from clonebench.errors import ServerNotReadyError
-from clonebench.settings import ClientSettings
+from clonebench.core.config_reader import ConfigReader
+from clonebench.core.errors import ServerNotReadyError
+from clonebench.adversary.settings import ClientSettings
 
 
 def not_ready(message: str, *, may_recover: bool) -> ServerNotReadyError:

@@ -20,7 +20,7 @@ import soundfile as sf
 
 from clonebench.data.audio import InvalidAudio
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
-from clonebench.config_reader import ConfigReader
+from clonebench.core.config_reader import ConfigReader
 
 
 STREAM_RATE = 44_100

@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, ReferenceRule, SynthesisInput, not_ready
-from clonebench.config_reader import ConfigReader
-from clonebench.errors import ConfigError
+from clonebench.core.config_reader import ConfigReader
+from clonebench.core.errors import ConfigError
 
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repetition_penalty")
 APPLIED_SINCE_5406 = ("temperature", "top_p", "top_k")  # copied into stage 0's SamplingParams since #5406

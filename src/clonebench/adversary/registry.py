@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from clonebench.errors import ConfigError
+from clonebench.core.errors import ConfigError
 
 ADVERSARIES: dict[str, str] = {
     "fish_s2_http": "clonebench.adversary.fish_s2_http:FishS2HTTP",

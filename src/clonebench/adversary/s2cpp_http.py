@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
-from clonebench.config_reader import ConfigReader
-from clonebench.errors import ConfigError
+from clonebench.core.config_reader import ConfigReader
+from clonebench.core.errors import ConfigError
 
 
 def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> tuple[bytes, str]:

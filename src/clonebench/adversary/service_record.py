@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clonebench.errors import ConfigError
+from clonebench.core.errors import ConfigError
 
 SCHEMA = "clonebench.service_record/1"
 KEY = "adversary.service_record"

@@ -25,12 +25,13 @@ import argparse
 import json
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_json
-from clonebench.errors import ClonebenchError
+from clonebench.core.atomic import atomic_write_json
+from clonebench.core.errors import ClonebenchError
 from clonebench.report.compare import PAIRED_METRICS, compare
 from clonebench.report.tables import load_plain
+from clonebench.core.paths import REPRODUCTION_DIR
 
-DEFAULT_HISTORICAL = Path(__file__).resolve().parents[3] / "reproduction" / "historical" / "fish_s2_http_libritts16.json"
+DEFAULT_HISTORICAL = REPRODUCTION_DIR / "historical" / "fish_s2_http_libritts16.json"
 FORMATS = ("md", "latex", "csv", "json", "html")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_text
+from clonebench.core.atomic import atomic_write_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clonebench.report.listening import tables
-    from clonebench.report.listening.results import write_results
+    from clonebench.listening import tables
+    from clonebench.listening.results import write_results
 
     summary = write_results(args.test_dir, args.ratings)
     text = {"md": tables.markdown, "latex": tables.latex, "csv": tables.csv_text}[args.format](summary)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from clonebench.report.listening.design import KINDS
+    from clonebench.listening.design import KINDS
 
     parser.add_argument("runs", nargs="+", type=Path, help="generation or evaluated run directories (the systems)")
     parser.add_argument("--kind", required=True, choices=KINDS)
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clonebench.report.listening.build import build_test
+    from clonebench.listening.build import build_test
 
     key = build_test(args.runs, args.kind, args.items, args.output, seed=args.seed, title=args.title,
                      labels=args.label, checks=args.checks)

@@ -6,8 +6,8 @@ import argparse
 import importlib
 import sys
 
-from clonebench.errors import ClonebenchError
-from clonebench.redact import TerminalWriter, shown
+from clonebench.core.errors import ClonebenchError
+from clonebench.core.redact import TerminalWriter, shown
 
 SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)

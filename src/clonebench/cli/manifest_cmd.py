@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clonebench.data.identity import input_fingerprint
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.settings import DEFAULT_SEED
+from clonebench.config.settings import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

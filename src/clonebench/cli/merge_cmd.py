@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clonebench.report.merge import merge
+from clonebench.runs.merge import merge
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

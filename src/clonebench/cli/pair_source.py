@@ -1,7 +1,7 @@
 """The command-line options that choose the pairs of ``clonebench prompts`` and ``clonebench score``.
 
 The one seam for new sources: ``add_arguments`` declares the options and ``pair_sets`` turns them into pair
-sets (``clonebench.data.pair_sets``). Two sources:
+sets (``clonebench.external.pair_sets``). Two sources:
 
 - a manifest: ``--manifest M [--root DIR] [--task NAME] [--variant V] [--speaker ID]``, one pair set;
 - an rvcbench suite: ``--suite S [--tasks T ...] --data-root DIR`` (rvcbench's options), one pair set per
@@ -16,8 +16,8 @@ import shlex
 from pathlib import Path
 
 from clonebench.data.manifest import Selection
-from clonebench.data.pair_sets import PairSet, from_manifest, from_suite
-from clonebench.errors import ClonebenchError
+from clonebench.external.pair_sets import PairSet, from_manifest, from_suite
+from clonebench.core.errors import ClonebenchError
 
 MANIFEST_ONLY = ("root", "task", "speaker")
 
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def suite(args: argparse.Namespace):
     """The suite the options name (with its task selection), or None for a manifest."""
-    from clonebench.data.suite import load_suite
+    from clonebench.suite.definition import load_suite
 
     if args.suite is None:
         return None
@@ -74,7 +74,7 @@ def pair_sets(args: argparse.Namespace) -> list[PairSet]:
     """The pair sets the options name, one per task, in order."""
     _check(args)
     if args.suite is not None:
-        from clonebench.data.suite_inputs import SuiteInputError
+        from clonebench.suite.inputs import SuiteInputError
 
         try:
             return from_suite(suite(args), args.suite, args.data_root)

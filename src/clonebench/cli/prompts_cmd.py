@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from clonebench.cli import pair_source
-from clonebench.data.prompts import export_prompts
+from clonebench.external.prompts import export_prompts
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

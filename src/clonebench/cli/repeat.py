@@ -18,11 +18,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from clonebench.atomic import atomic_write_json
-from clonebench.errors import ClonebenchError
+from clonebench.core.atomic import atomic_write_json
+from clonebench.core.errors import ClonebenchError
 from clonebench.generate.journal import JOURNAL_NAME, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
-from clonebench.hashing import sha256_bytes
+from clonebench.core.hashing import sha256_bytes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from clonebench.data.identity import input_fingerprint
     from clonebench.generate.journal import final_outcomes
     from clonebench.data.selection import load_samples
-    from clonebench.records import SampleStatus
-    from clonebench.settings import read_settings
+    from clonebench.core.records import SampleStatus
+    from clonebench.config.settings import read_settings
 
     manifest_path = args.run_dir / MANIFEST_NAME
     if not manifest_path.is_file():

@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_text
-from clonebench.errors import ClonebenchError
+from clonebench.core.atomic import atomic_write_text
+from clonebench.core.errors import ClonebenchError
 from clonebench.report.paper import COLUMNS, csv_text, latex, markdown, paper_rows, run_rows
 
 
@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from clonebench.report.rtf import attach_rtf, is_timing_run, load_timing
 
     from clonebench.report.paper_v3 import COLUMNS_V3, paper_rows_v3, suite_row
-    from clonebench.report.suite_results import load_suite_results
-    from clonebench.suite_pipeline import is_suite_dir
+    from clonebench.suite.results import load_suite_results
+    from clonebench.suite.run import is_suite_dir
 
     suites = [load_suite_results(path) for path in args.runs if is_suite_dir(path)]
     runs = [path for path in args.runs if not is_suite_dir(path)]
@@ -73,17 +73,21 @@ def run(args: argparse.Namespace) -> int:
     rows = run_rows(tables, columns)
     attach_rtf(rows, [v.generation for v in views], timings)
     if args.listening:
-        from clonebench.report.listening.paper_columns import attach_listening
+        from clonebench.listening.paper_columns import attach_listening
 
         rows += attach_listening(rows, [v.samples for v in views], args.listening)
     rows += [suite_row(s) for s in suites]
     if args.with_paper:
         rows += paper_rows_v3() if args.paper_version == "v3" else paper_rows()
     if args.format == "html":
-        from clonebench.report.html_page import write_html_report
+        from clonebench.report.html_page import paper_table, static_text, write_html_report
+        from clonebench.suite.html import suite_section, write_suite_page
 
-        page = write_html_report(views, rows, args.output, copy_audio=args.copy_audio, columns=columns,
-                                 suites=suites)
+        if views:
+            page = write_html_report(views, rows, args.output, copy_audio=args.copy_audio, columns=columns,
+                                     sections=[suite_section(s) for s in suites])
+        else:  # suite runs only: no per-sample table
+            page = write_suite_page(paper_table(rows, columns), list(suites), args.output, static_text("report.css"))
         print(f"HTML report: {page}")
         return 0
     text = {"md": markdown, "latex": latex, "csv": csv_text}[args.format](rows, columns)

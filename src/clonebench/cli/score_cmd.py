@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 
 from clonebench.cli import pair_source
-from clonebench.redact import shown
+from clonebench.core.redact import shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _header(cfg, source: str, pair_sets) -> dict:
-    from clonebench.pipeline import config_container
-    from clonebench.provenance import environment_provenance
+    from clonebench.runs.pipeline import config_container
+    from clonebench.core.provenance import environment_provenance
 
     config = config_container(cfg)
     origin = pair_sets[0].origin
@@ -58,14 +58,14 @@ def _header(cfg, source: str, pair_sets) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clonebench.config_compose import scoring_settings
-    from clonebench.score_folders import plan, score_systems
+    from clonebench.config.compose import scoring_settings
+    from clonebench.external.score_folders import plan, score_systems
 
     settings, cfg, source = scoring_settings(args.config_name, args.overrides, args.device)
     sets = pair_source.pair_sets(args)
     suite = pair_source.suite(args)
     if suite is not None:
-        from clonebench.score_suite import check_protocols
+        from clonebench.external.score_suite import check_protocols
 
         check_protocols(settings, suite)
     systems = plan(sets, args.generated, args.model, args.output)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if suite is None:
         summaries = score_systems(settings, header, sets, systems, args.resume, scoring_config)
     else:
-        from clonebench.score_suite import score_suite_systems
+        from clonebench.external.score_suite import score_suite_systems
 
         summaries = score_suite_systems(settings, header, suite, sets[0].origin["suite_source"], sets, systems,
                                         args.resume, scoring_config)
@@ -110,7 +110,7 @@ def config_container_evaluation(cfg) -> dict:
 def _compare(systems, output: Path, task: str | None, summaries: list[dict]) -> None:
     """The systems' comparison (``clonebench compare``): of the one task, or of one suite task into
     OUT/comparison/<task>/ when every system scored it."""
-    from clonebench.errors import ClonebenchError
+    from clonebench.core.errors import ClonebenchError
     from clonebench.report.compare_render import write_comparison
 
     if task is None:

@@ -5,7 +5,7 @@ The journal is read as the source of truth, so a run that was killed shows what 
 finished, even where its run_manifest.json still says "running"; likewise the evaluate phase's durable
 progress file (evaluate/progress.py) and the run's metric cache, for a run killed while scoring. Everything printed comes from files a
 server's answers reached: it is redacted and its control characters are shown as escapes
-(``clonebench.redact.shown``), so an error body cannot clear the screen or fake a line.
+(``clonebench.core.redact.shown``), so an error body cannot clear the screen or fake a line.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate.cache import count_records
 from clonebench.evaluate.progress import PROGRESS_NAME, read_progress, unfinished_reason
 from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, gate_attempts, read_events
 from clonebench.generate.recorder import MANIFEST_NAME
-from clonebench.records import SampleStatus
-from clonebench.redact import redact_value, register_secret, shown
+from clonebench.core.records import SampleStatus
+from clonebench.core.redact import redact_value, register_secret, shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

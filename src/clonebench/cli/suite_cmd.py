@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_text
+from clonebench.core.atomic import atomic_write_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,8 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clonebench.report.suite_outputs import results_json, write_suite_outputs
-    from clonebench.report.suite_tables import csv_text, latex, markdown
+    from clonebench.suite.outputs import results_json, write_suite_outputs
+    from clonebench.suite.tables import csv_text, latex, markdown
 
     results = write_suite_outputs(args.suite_dir)
     render = {"md": markdown, "latex": latex, "csv": csv_text,

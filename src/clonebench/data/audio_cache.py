@@ -16,9 +16,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from clonebench.errors import ClonebenchError
-from clonebench.hashing import sha256_bytes
-from clonebench.records import AudioRef
+from clonebench.core.errors import ClonebenchError
+from clonebench.core.hashing import sha256_bytes
+from clonebench.core.records import AudioRef
 
 TABLE_SQL = ("CREATE TABLE IF NOT EXISTS checked_wav (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, "
              "ctime_ns INTEGER, inode INTEGER, sha256 TEXT)")

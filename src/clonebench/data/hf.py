@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.data.manifest import Selection, samples_from_rows, verify_audio
-from clonebench.errors import ConfigError
-from clonebench.records import PairRow, Sample
+from clonebench.core.errors import ConfigError
+from clonebench.core.records import PairRow, Sample
 
 
 def _load(hf_path: str, hf_config: str | None, split: str):

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 
-from clonebench.records import PairRow, Sample
+from clonebench.core.records import PairRow, Sample
 
 SEED_MAX = 2**31 - 1  # Fish's set_seed caps at 2**31; numpy/torch seeds must fit in it
 

@@ -14,8 +14,8 @@ import io
 import soundfile as sf
 
 from clonebench.data.audio_cache import verified_bytes
-from clonebench.errors import ManifestError
-from clonebench.records import Sample
+from clonebench.core.errors import ManifestError
+from clonebench.core.records import Sample
 
 
 def reference_seconds(sample: Sample) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.hf import build_samples_hf
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.records import Sample
+from clonebench.core.records import Sample
 
 
 def shard_of(sample_id: str, count: int) -> int:

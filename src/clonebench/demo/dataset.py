@@ -13,8 +13,8 @@ from pathlib import Path
 
 import soundfile as sf
 
-from clonebench.atomic import atomic_write_bytes, atomic_write_json
-from clonebench.hashing import sha256_bytes
+from clonebench.core.atomic import atomic_write_bytes, atomic_write_json
+from clonebench.core.hashing import sha256_bytes
 from clonebench.standin.voice import espeak
 
 RATE = 24_000

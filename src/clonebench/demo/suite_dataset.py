@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from clonebench.atomic import atomic_write_bytes
+from clonebench.core.atomic import atomic_write_bytes
 from clonebench.data.audio import input_container
 from clonebench.data.identity import digest
-from clonebench.data.suite import Suite, load_suite
-from clonebench.data.suite_rows import task_rows
-from clonebench.hashing import sha256_bytes
+from clonebench.suite.definition import Suite, load_suite
+from clonebench.suite.rows import task_rows
+from clonebench.core.hashing import sha256_bytes
 
 RATE = 16_000
 VOICES = {"EN": "en-us", "ZH": "cmn", "FR": "fr"}

@@ -19,8 +19,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clonebench.errors import ClonebenchError
-from clonebench.hashing import HashCache
+from clonebench.core.errors import ClonebenchError
+from clonebench.core.hashing import HashCache
 
 
 class AssetError(ClonebenchError):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ pool at one thread, and loads its own copy of each scorer once (assets resolved 
 worker, through the shared hash cache). The parent keeps everything else: the scorer's provenance (from its own
 loaded copy), the cache lookups and writes, the order of the records, the fail-fast (evaluate/scoring.py).
 
-Numbers do not depend on the pool: a chunk of items is scored by ``scoring.score_chunk`` exactly as in the parent (same
+Numbers do not depend on the pool: a chunk of items is scored by ``chunk.score_chunk`` exactly as in the parent (same
 too-short and validity rules, same per-item isolation), every scorer is a pure function of its item, and inside a
 worker computation runs on one thread (``overlap.map_items`` is sequential there, ONNX Runtime sessions have one
 thread, torch gets one), which for STOI is the thread count its fingerprint records.
@@ -31,7 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate import overlap
 
 POOL_MIN_ITEMS = 32
@@ -53,7 +53,7 @@ def _init_worker(hash_cache_path: str | None) -> None:
         os.environ[name] = "1"
     from multiprocessing.util import Finalize
 
-    from clonebench.hashing import HashCache
+    from clonebench.core.hashing import HashCache
 
     overlap.in_worker()
     _worker["hash_cache"] = HashCache(Path(hash_cache_path) if hash_cache_path else None)
@@ -82,7 +82,7 @@ def _scorer(group: str, backend: str, options: dict):
 
 
 def _score_chunk(group: str, backend: str, options: dict, items: list):
-    from clonebench.evaluate.scoring import score_chunk
+    from clonebench.evaluate.chunk import score_chunk
 
     return score_chunk(_scorer(group, backend, options), items)
 
@@ -118,7 +118,7 @@ class CpuPool:
 
     def score(self, group: str, backend: str, options: dict, chunks: list[list],
               allowed: Callable[[], int]) -> Iterator[tuple[list, set]]:
-        """``scoring.score_chunk`` of every chunk, in order, computed by the workers; at most ``allowed()`` chunks (and
+        """``chunk.score_chunk`` of every chunk, in order, computed by the workers; at most ``allowed()`` chunks (and
         never more than the pool's workers) in flight at once."""
         pool = self._pool()
         waiting = deque(chunks)

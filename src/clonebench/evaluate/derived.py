@@ -20,7 +20,7 @@ from pathlib import Path
 
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.transform import Transform, transform_wav
-from clonebench.hashing import sha256_file
+from clonebench.core.hashing import sha256_file
 
 
 @dataclass(frozen=True)

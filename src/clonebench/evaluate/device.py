@@ -18,7 +18,7 @@ import logging
 import os
 import platform
 
-from clonebench.errors import ConfigError
+from clonebench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

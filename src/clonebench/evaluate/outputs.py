@@ -6,7 +6,7 @@ import csv
 import io
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_json, atomic_write_text
+from clonebench.core.atomic import atomic_write_json, atomic_write_text
 
 COLUMNS = ["sample_id", "pair_id", "speaker_id", "generation_status", "generated_audio", "generated_sha256",
            "target_audio", "target_sha256", "target_text", "language", "hypothesis", "sim", "sva", "wer",

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
 _foreground_running = threading.Event()
 _stop = threading.Event()  # a foreground group failed: the background stops at its next batch

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clonebench.evaluate import overlap
-from clonebench.evaluate.aggregate import summarise
+from clonebench.stats.utterance import summarise
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.cpu_pool import CpuPool, pool_workers
@@ -22,10 +22,10 @@ from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.scoring import ScorerGroupFailed, run_group_jobs
 from clonebench.evaluate.threads import available_cores, pin_blas_threads, warn_if_slow
-from clonebench.hashing import HashCache
+from clonebench.core.hashing import HashCache
 
-if TYPE_CHECKING:  # the run's settings import the HTTP client; scoring alone must not need it
-    from clonebench.settings import RunSettings
+if TYPE_CHECKING:
+    from clonebench.evaluate.settings import ScoringSettings
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +62,12 @@ class EvaluationJob:
         return [r.item for r in self.requested or () if r.item is not None]
 
 
-def run_evaluation(settings: RunSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
+def run_evaluation(settings: ScoringSettings, run_dir: Path, source_run: Path, samples, header: dict) -> dict:
     """Score the generation run ``source_run`` into ``run_dir``; returns metrics.json's content."""
     return run_evaluations(settings, [EvaluationJob(run_dir, source_run, samples, header)])[0]
 
 
-def run_evaluations(settings: RunSettings, jobs: list[EvaluationJob]) -> list[dict]:
+def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> list[dict]:
     """Score several runs with each scorer loaded once (scorer group outside, runs inside); metrics.json each.
 
     Each run keeps a durable progress file (`clonebench status` reads it after a kill) and a scoring lock."""
@@ -122,7 +122,7 @@ def run_evaluations(settings: RunSettings, jobs: list[EvaluationJob]) -> list[di
     return results
 
 
-def _score_groups(settings: RunSettings, device: str, jobs: list[EvaluationJob], groups: list[str],
+def _score_groups(settings: ScoringSettings, device: str, jobs: list[EvaluationJob], groups: list[str],
                   pool: CpuPool | None) -> None:
     """Every scorer group's records into each job's rows and provenance (``job.scorers``)."""
     backend = settings.evaluation.scorer_options["whisper"]["backend"]
@@ -155,7 +155,7 @@ def _score_groups(settings: RunSettings, device: str, jobs: list[EvaluationJob],
         hash_cache.close()
 
 
-def _write_outputs(settings: RunSettings, job: EvaluationJob, device: str, warning: str | None, started: float,
+def _write_outputs(settings: ScoringSettings, job: EvaluationJob, device: str, warning: str | None, started: float,
                    workers: int) -> dict:
     evaluation = settings.evaluation
     ordered = [job.rows[r.sample.sample_id] for r in job.requested]

@@ -17,8 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_json
-from clonebench.errors import ClonebenchError
+from clonebench.core.atomic import atomic_write_json
+from clonebench.core.errors import ClonebenchError
 
 PROGRESS_NAME = "scoring_progress.json"
 LOCK_NAME = ".scoring.lock"

@@ -25,7 +25,8 @@ import os
 import random
 from contextlib import contextmanager
 
-SEED_MODULUS = 2**32 - 1
+from clonebench.stats.utterance import SEED_MODULUS
+
 POLICY = "metric_seed_plus_sample_hash_v1"
 HASH_RULE = ("int(sample_id[:8], 16) (rvcbench 2.2.1); int(sha256(sample_id)[:8], 16) when sample_id[:8] is not "
              "hexadecimal")

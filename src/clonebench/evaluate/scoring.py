@@ -13,20 +13,20 @@ from typing import Any
 from tqdm import tqdm
 
 from clonebench.data.identity import digest
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate import overlap
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
 from clonebench.evaluate.cache import MetricCache
+from clonebench.evaluate.chunk import score_chunk
 from clonebench.evaluate.cpu_pool import CpuPool
 from clonebench.evaluate.device import execution
 from clonebench.evaluate.precision import policy
 from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import scorer_class
 from clonebench.evaluate.threads import pin_blas_threads
-from clonebench.evaluate.validity import checked, too_short
-from clonebench.hashing import HashCache
-from clonebench.provenance import package_versions
+from clonebench.core.hashing import HashCache
+from clonebench.core.provenance import package_versions
 
 log = logging.getLogger(__name__)
 
@@ -57,33 +57,6 @@ def scorer_provenance(scorer: Scorer, batch_size: int, threads: int | None = Non
     block["host"] = host  # recorded, not fingerprinted
     block["asset_sources"] = [a.get("source") for a in scorer.assets()]
     return block
-
-
-def _score(scorer: Scorer, items: list[ScoreItem]) -> list[ScoreRecord]:
-    """Records for ``items`` in order: clips too short for the scorer and invalid values become errors."""
-    return score_chunk(scorer, items)[0]
-
-
-def score_chunk(scorer: Scorer, items: list[ScoreItem]) -> tuple[list[ScoreRecord], set[str], int]:
-    """``_score``'s records, the ids of the items whose error the scorer raised, and how many items the scorer
-    ran on (not too short): what the fail-fast needs."""
-    short = {item.sample_id: too_short(scorer, item) for item in items}
-    usable = [item for item in items if short[item.sample_id] is None]
-    raised: set[str] = set()
-    records = _score_usable(scorer, usable, raised) if usable else []
-    scored = {item.sample_id: checked(scorer.name, r) for item, r in zip(usable, records)}
-    return [short[item.sample_id] or scored[item.sample_id] for item in items], raised, len(usable)
-
-
-def _score_usable(scorer: Scorer, items: list[ScoreItem], raised: set[str]) -> list[ScoreRecord]:
-    try:
-        return scorer.score_batch(items)
-    except Exception as exc:  # isolate the bad item: score one at a time, keep the others
-        if len(items) == 1:
-            raised.add(items[0].sample_id)
-            return [ScoreRecord(items[0].sample_id, error=f"{type(exc).__name__}: {exc}")]
-        log.warning("%s batch failed (%r); scoring its %d items one at a time", scorer.name, exc, len(items))
-        return [r for item in items for r in _score_usable(scorer, [item], raised)]
 
 
 def fail_fast(group: str, device: str, tried: int, errors: dict[str, str]) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from clonebench.config_reader import ConfigReader
-from clonebench.errors import ConfigError
+from clonebench.core.config_reader import ConfigReader
+from clonebench.core.errors import ConfigError
 from clonebench.evaluate.device import normalise_device
 from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
 from clonebench.evaluate.scorers.whisper_common import DECODINGS
@@ -29,6 +29,13 @@ class EvaluationSettings:
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
     task: str | None = None          # vc.evaluation.task: output ids <task>__<pair_id> of an external folder
+
+
+class ScoringSettings(Protocol):
+    """What the evaluate phase reads of a run's settings (``config/settings.py``'s ``RunSettings`` has it)."""
+
+    evaluation: EvaluationSettings
+    hash_cache: Path | None
 
 
 UPSTREAM_DEFAULT_SEED = 42  # rvcbench's run seed when none is given, and its suites' evaluation.seed

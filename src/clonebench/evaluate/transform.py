@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from clonebench.atomic import fsync_dir
-from clonebench.errors import ConfigError, DependencyError
-from clonebench.hashing import sha256_file
+from clonebench.core.atomic import fsync_dir
+from clonebench.core.errors import ConfigError, DependencyError
+from clonebench.core.hashing import sha256_file
 
 CODECS = {"mp3": ("libmp3lame", ".mp3"), "aac": ("aac", ".m4a"), "opus": ("libopus", ".ogg")}
 NARROWBAND_FILTER = "highpass=f=300,lowpass=f=3400"

@@ -30,7 +30,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from clonebench.errors import DependencyError
+from clonebench.core.errors import DependencyError
 
 CONVERTER_PACKAGE, CONVERTER_VERSION, CONVERTER_CONFIG = "OpenCC", "1.4.2", "t2s"
 SEGMENTER_PACKAGE, SEGMENTER_VERSION = "jieba", "0.42.1"

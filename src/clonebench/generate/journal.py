@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from clonebench.errors import JournalError
-from clonebench.records import SampleOutcome
-from clonebench.redact import redact_value
+from clonebench.core.errors import JournalError
+from clonebench.core.records import SampleOutcome
+from clonebench.core.redact import redact_value
 
 JOURNAL_NAME = "sample_events.jsonl"
 MANIFEST_NAME = "run_manifest.json"  # the run's summary, written by generate.recorder

@@ -15,24 +15,24 @@ from tqdm import tqdm
 
 from clonebench.adversary.bounded import bounded_client
 from clonebench.adversary.endpoints import EndpointPool
-from clonebench.redact import redact, redact_value
+from clonebench.core.redact import redact, redact_value
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.service_record import load_service_record
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
-from clonebench.atomic import DiskFullError, is_disk_full
+from clonebench.core.atomic import DiskFullError, is_disk_full
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.data.selection import load_samples
 from clonebench.data.reference_length import check_reference_lengths
-from clonebench.errors import ClonebenchError, ConfigError, ManifestError
+from clonebench.core.errors import ClonebenchError, ConfigError, ManifestError
 from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
 from clonebench.generate.run_lock import RunLocks
 from clonebench.generate.runner import generate_samples, reference_check
-from clonebench.hashing import HashCache
-from clonebench.provenance import service_provenance
-from clonebench.records import RunStatus, Sample, SampleOutcome
-from clonebench.settings import RunSettings
+from clonebench.core.hashing import HashCache
+from clonebench.core.provenance import service_provenance
+from clonebench.core.records import RunStatus, Sample, SampleOutcome
+from clonebench.generate.settings import GenerationSettings
 
 log = logging.getLogger(__name__)
 TIMING_DEFINITIONS = {
@@ -54,7 +54,7 @@ def api_key_headers(api_key_env: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def _timeout(settings: RunSettings) -> httpx.Timeout:
+def _timeout(settings: GenerationSettings) -> httpx.Timeout:
     total = settings.client.timeout
     return httpx.Timeout(total, connect=min(total, 10.0))
 
@@ -76,7 +76,7 @@ class SharedGate:
     run_dir: str | None = None
 
 
-def run_generation(settings: RunSettings, run_dir: Path, header: dict[str, Any], samples: list[Sample] | None = None,
+def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str, Any], samples: list[Sample] | None = None,
                    label: str | None = None, gate: SharedGate | None = None) -> RunRecorder:
     """Generate every selected sample into ``run_dir``; returns the recorder with the final status set.
 
@@ -209,7 +209,7 @@ def _finish_on_full_disk(recorder: RunRecorder, message: str) -> None:
         log.error("could not update %s either (%s); `clonebench status` reads the journal", recorder.run_dir, exc)
 
 
-def _generate(settings: RunSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder,
+def _generate(settings: GenerationSettings, adversary, samples: list[Sample], todo: list[Sample], recorder: RunRecorder,
               gate: SharedGate | None = None) -> None:
     client = settings.client
     headers = api_key_headers(client.api_key_env)

@@ -12,10 +12,10 @@ import httpx
 
 from clonebench.adversary.base import Adversary
 from clonebench.adversary.endpoints import EndpointPool
-from clonebench.redact import redact, redact_value
+from clonebench.core.redact import redact, redact_value
 from clonebench.data.reference_length import reference_seconds
-from clonebench.errors import ConfigError, ServerNotReadyError
-from clonebench.records import Sample
+from clonebench.core.errors import ConfigError, ServerNotReadyError
+from clonebench.core.records import Sample
 
 log = logging.getLogger(__name__)
 

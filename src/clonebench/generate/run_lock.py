@@ -13,7 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 
 LOCK_NAME = ".clonebench.lock"
 

@@ -11,13 +11,13 @@ from tqdm import tqdm
 from clonebench.adversary.base import Adversary, SynthesisInput
 from clonebench.adversary.endpoints import EndpointPool
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
-from clonebench.errors import ReferenceIgnoredError
+from clonebench.core.errors import ReferenceIgnoredError
 from clonebench.generate.recorder import RunRecorder
 from clonebench.data.audio import input_container, inspect_wav, to_mono
 from clonebench.data.audio_cache import verified_bytes
 from clonebench.data.voice_features import profile, voice_distance
-from clonebench.hashing import sha256_bytes
-from clonebench.records import Sample
+from clonebench.core.hashing import sha256_bytes
+from clonebench.core.records import Sample
 
 log = logging.getLogger(__name__)
 REFERENCE_CHECK_TEXT = "This short sentence checks that the voice follows the reference recording."

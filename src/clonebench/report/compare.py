@@ -3,8 +3,8 @@ then report paired deltas per metric."""
 
 from __future__ import annotations
 
-from clonebench.errors import ClonebenchError
-from clonebench.report.paired import paired_summary
+from clonebench.core.errors import ClonebenchError
+from clonebench.stats.paired import paired_summary
 from clonebench.report.tables import ResultTable
 
 PAIRED_METRICS = ("mcd", "wer", "sim")  # the conventions' order: a fresh generator per metric in this order

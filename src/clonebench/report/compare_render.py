@@ -8,8 +8,8 @@ import io
 from html import escape
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_json, atomic_write_text
-from clonebench.report.paper import _latex_escape
+from clonebench.core.atomic import atomic_write_json, atomic_write_text
+from clonebench.report.format import latex_escape
 
 LABELS = {"sim": "SIM", "sva": "SVA", "wer": "WER", "mcd": "MCD", "dnsmos": "DNSMOS", "stoi": "STOI", "mos": "MOS",
           "emotion_match": "Emo"}
@@ -101,17 +101,17 @@ def latex(result: dict) -> str:
             mean = _num(s["mean"])
             if entry["best"] is not None and s["mean"] == entry["best"]:
                 mean = rf"\textbf{{{mean}}}"
-            out.append(rf"{_latex_escape(s['system'])} & {s['runs']} & {s['n']} & {mean} & {_ci(s['ci'])} \\")
+            out.append(rf"{latex_escape(s['system'])} & {s['runs']} & {s['n']} & {mean} & {_ci(s['ci'])} \\")
         if entry["comparisons"]:
             out += [r"\midrule", r"B $-$ A & $n$ & $\Delta$ [95\,\% CI] & $p$ / $p_{\mathrm{Holm}}$ & $d_z$, wins B/A/ties \\",
                     r"\midrule"]
             for c in entry["comparisons"]:
-                name = _latex_escape(f"{c['b']} - {c['a']}")
+                name = latex_escape(f"{c['b']} - {c['a']}")
                 out.append(rf"{name} & {c['n']} & {_num(c['delta'], sign=True)} {_ci(c['ci'], True)} & "
                            rf"{_p(c['p_value'])} / {_p(c['p_holm'])} & {_num(c['dz'], 2)}, {_wins(c)} \\")
         out += [r"\bottomrule", r"\end{tabular}", ""]
     notes = _intro(result)
-    return "\n".join(out + ["% " + _latex_escape(n) for n in notes]) + "\n"
+    return "\n".join(out + ["% " + latex_escape(n) for n in notes]) + "\n"
 
 
 def csv_text(result: dict) -> str:

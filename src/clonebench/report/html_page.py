@@ -12,10 +12,10 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_text
+from clonebench.core.atomic import atomic_write_text
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
-from clonebench.report.paired import paired_summary
+from clonebench.stats.paired import paired_summary
 from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best, shown_columns
 from clonebench.report.plots import write_plots
 from clonebench.report.tables import as_number
@@ -29,7 +29,7 @@ def script_json(payload) -> str:
         .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _static(name: str) -> str:
+def static_text(name: str) -> str:
     return resources.files("clonebench.report").joinpath("static", name).read_text(encoding="utf-8")
 
 
@@ -88,7 +88,7 @@ def _comparison(views: list[RunView]) -> str:
     """The N-system comparison (``clonebench compare``) of the runs, or why they are not compared."""
     if len(views) < 2:
         return ""
-    from clonebench.errors import ClonebenchError
+    from clonebench.core.errors import ClonebenchError
     from clonebench.report.compare_render import html_section
     from clonebench.report.multi_compare import compare_systems
     from clonebench.report.systems import system_of
@@ -103,13 +103,9 @@ def _comparison(views: list[RunView]) -> str:
 
 
 def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False,
-                      columns: list = COLUMNS, suites: list = ()) -> Path:
-    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path. Suite runs add their
-    task sections (report.html_suite); a page of suite runs only has no per-sample table."""
-    from clonebench.report.html_suite import suite_section, write_suite_page
-
-    if not views:
-        return write_suite_page(paper_table(rows, columns), list(suites), out_dir, _static("report.css"))
+                      columns: list = COLUMNS, sections: list[str] = ()) -> Path:
+    """Write ``out_dir/index.html`` (+ plots, + audio when copied); return the page's path. ``sections``: HTML
+    placed after the results table, already rendered by their room (a suite run's task sections: suite/html.py)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots([v.table for v in views], out_dir)
@@ -131,11 +127,11 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src 'self'; media-src 'self' file:; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<title>{escape(title)}</title><style>{_static("report.css")}</style></head>
+<title>{escape(title)}</title><style>{static_text("report.css")}</style></head>
 <body><h1>{escape(title)}</h1>
 <nav><a href="#table">table</a> · <a href="#plots">plots</a> · <a href="#samples">samples</a>{' · <a href="#paired">paired deltas</a>' if len(views) == 2 else ''}{' · <a href="#comparison">comparison</a>' if len(views) >= 2 else ''} · <a href="#provenance">provenance</a> · <a href="#coverage">coverage</a></nav>
 <h2 id="table">Results</h2>{paper_table(rows, columns)}
-{"".join(suite_section(s) for s in suites)}
+{"".join(sections)}
 <h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
 {_paired(views)}
 {_comparison(views)}
@@ -149,7 +145,7 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <h2 id="provenance">Provenance</h2>{prov}
 <h2 id="coverage">Coverage</h2>{cov}
 <script type="application/json" id="report-config">{script_json(config)}</script>
-<script>{_static("report.js")}</script>
+<script>{static_text("report.js")}</script>
 </body></html>
 """
     atomic_write_text(out_dir / PAGE, page)

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from clonebench.hashing import sha256_file
+from clonebench.core.hashing import sha256_file
 from clonebench.report.html_data import RunView, shown_metrics
 from clonebench.report.tables import as_number
 

@@ -14,9 +14,10 @@ from itertools import combinations
 
 import numpy as np
 
-from clonebench.errors import ClonebenchError
-from clonebench.report import seed_variance
-from clonebench.report.stats import DRAWS, SEED, cluster_bootstrap, cohen_dz, holm, wins
+from clonebench.core.errors import ClonebenchError
+from clonebench.stats import seed_variance
+from clonebench.stats.cluster import DRAWS, SEED, cluster_bootstrap, cohen_dz, wins
+from clonebench.stats.holm import holm
 from clonebench.report.systems import (System, common_metrics, pair_differences, pair_order, partial_runs,
                                        protocol_differences, replicate_notes)
 

@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 
 from clonebench.report.tables import ResultTable
+from clonebench.core.paths import REPRODUCTION_DIR
+from clonebench.report.format import latex_escape
 
 COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", True), ("mcd", "MCD↓", False),
            ("rtf", "RTF↓", False), ("sva", "SVA↑", True), ("emotion_match", "Emo↑", True), ("dnsmos", "DNSMOS↑", True)]
-PAPER_FILE = Path(__file__).resolve().parents[3] / "reproduction" / "paper" / "published_tables.json"
+PAPER_FILE = REPRODUCTION_DIR / "paper" / "published_tables.json"
 PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mos": "MOS", "mcd": "MCD", "rtf": "RTF", "sva": "SVA",
               "emotion_match": "Emotion"}  # the paper's MOS is UTMOS, not DNSMOS
 # human listening-test scores (clonebench listening-results; report --listening), shown right after the predicted MOS
@@ -114,12 +116,6 @@ def markdown(rows: list[dict], columns: list = COLUMNS) -> str:
     return "\n".join(lines) + "\n\n" + "\n".join(footnotes(rows)) + "\n"
 
 
-def _latex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
-        text = text.replace(a, b)
-    return text
-
-
 def latex(rows: list[dict], columns: list = COLUMNS) -> str:
     top, shown = best(rows, columns), shown_columns(rows, columns)
     header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in shown])
@@ -136,7 +132,7 @@ def latex(rows: list[dict], columns: list = COLUMNS) -> str:
             if cell and cell.get("unverified"):
                 text += r"$^\dagger$"
             cells.append(text)
-        lines.append(" & ".join([_latex_escape(row["name"])] + cells) + r" \\")
+        lines.append(" & ".join([latex_escape(row["name"])] + cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"] + ["% " + n for n in footnotes(rows)]
     return "\n".join(lines) + "\n"
 

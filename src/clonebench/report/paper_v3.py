@@ -11,12 +11,13 @@ import json
 from pathlib import Path
 
 from clonebench.report.paper import unverified_reason
+from clonebench.core.paths import REPRODUCTION_DIR
 
 COLUMNS_V3 = [("sim", "SIM↑", True), ("mos", "MOS↑", True), ("wer", "WER↓", False), ("mcd", "MCD↓", False),
               ("vctk_sim", "VCTK SIM↑", True), ("chinese_sim", "Chinese SIM↑", True),
               ("crosslingual_sim", "Cross-lingual SIM↑", True),
               ("rtf", "RTF↓", False), ("sva", "SVA↑", True), ("emotion_match", "Emo↑", True), ("dnsmos", "DNSMOS↑", True)]
-PAPER_V3_FILE = Path(__file__).resolve().parents[3] / "reproduction" / "paper" / "published_tables_v3.json"
+PAPER_V3_FILE = REPRODUCTION_DIR / "paper" / "published_tables_v3.json"
 V3_KEYS = {"sim": "SIM", "mos": "MOS", "wer": "WER", "mcd": "MCD", "vctk_sim": "VCTK SIM",
            "chinese_sim": "Chinese SIM", "crosslingual_sim": "Cross-lingual SIM"}
 PUBLISHED_NOTE = ("(published) rows: the paper's arXiv v3 values as printed in the rvcbench 2.2.1 README (2 decimals; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 
 SAME_SERVER = ("protocol", "endpoint_urls", "request", "service_code", "service_checkpoint", "service_codec_checkpoint")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.report.tables import ResultTable, as_number, load_run
 
 # scorer-block keys that describe one scoring session, not the protocol

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clonebench.errors import ClonebenchError
+from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate.progress import read_progress, unfinished_reason
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")

@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from clonebench.atomic import atomic_write_text
+from clonebench.core.atomic import atomic_write_text
 from clonebench.standin.openai_api import BUILDS
 from clonebench.standin.server import StandinServer
 

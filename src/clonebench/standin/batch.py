@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clonebench.atomic import atomic_write_bytes
+from clonebench.core.atomic import atomic_write_bytes
 from clonebench.standin.voice import DEFAULT_STYLE, reference_style, synthesize
 
 SEPARATORS = {".tsv": "\t", ".lst": "|"}

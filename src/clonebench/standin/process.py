@@ -7,8 +7,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from clonebench.core.paths import SRC_DIR
 
-SRC = Path(__file__).resolve().parents[2]
+SRC = SRC_DIR
 
 
 def start_process(port_file: Path, *flags: str, max_lifetime: float = 3600.0,

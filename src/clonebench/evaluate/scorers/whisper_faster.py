@@ -26,7 +26,7 @@ from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import FASTER_WHISPER
 from clonebench.evaluate.sample_seed import seeded
 from clonebench.evaluate.scorers.whisper_common import WhisperScorer, whisper_language
-from clonebench.errors import ConfigError
+from clonebench.core.errors import ConfigError
 
 
 class FasterWhisperScorer(WhisperScorer):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.errors import ConfigError
+from clonebench.core.errors import ConfigError
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import OPENAI_WHISPER_SHA256

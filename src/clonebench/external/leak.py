@@ -1,0 +1,90 @@
+"""The leak check of ``clonebench score``: is a submitted file one of the hidden answers (a target recording)?
+
+Target recordings are never exported (``clonebench prompts``), so a submitted file that is one is a leak, refused
+before scoring. rvcbench 2.2.1 checks byte identity with the pair's own target; here a file is a leak when it is
+
+- byte-identical to any hidden target of the pair set;
+- sample-identical to one: same rate and length, every (mono) sample within one 16-bit step (a re-encoded copy:
+  another sample format, header or channel layout);
+- a processed copy of its own pair's target: both resampled to 16 kHz mono (scipy polyphase), durations within
+  5 %, and a normalised cross-correlation of at least 0.95 at some lag within 0.2 s (gain, resampling, added
+  noise, a codec's delay). Two different renditions of a sentence, even by the same voice, correlate near 0 at
+  the sample level, so a clone cannot reach it.
+
+A target that is also exported as some pair's reference is public and is not a leak.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.signal import correlate, resample_poly
+
+from clonebench.data.audio import InvalidAudio, WavInfo, inspect_wav, to_mono, validate_wav
+from clonebench.external.pair_sets import PairSet
+from clonebench.core.records import Sample
+
+PCM16_STEP = 1.0 / 32768
+RATE = 16_000
+MAX_LAG_S = 0.2
+MIN_CORRELATION = 0.95
+DURATION_TOLERANCE = 0.05
+
+
+def _at_16k(samples: np.ndarray, rate: int) -> np.ndarray:
+    mono = to_mono(samples).astype(np.float64)
+    return mono if rate == RATE else resample_poly(mono, RATE, rate)
+
+
+def peak_correlation(a: np.ndarray, b: np.ndarray, max_lag: int) -> float:
+    """The largest normalised cross-correlation of ``a`` and ``b`` at lags within ``max_lag`` samples."""
+    a, b = a - a.mean(), b - b.mean()
+    norm = np.linalg.norm(a) * np.linalg.norm(b)
+    if norm == 0:
+        return 0.0
+    full = correlate(a, b, mode="full", method="fft")
+    zero = len(b) - 1
+    window = full[max(0, zero - max_lag): zero + max_lag + 1]
+    return float(np.max(np.abs(window)) / norm)
+
+
+class Targets:
+    """The hidden target recordings of a pair set: by sha256, by (rate, frames), and decoded on demand."""
+
+    def __init__(self, pair_set: PairSet):
+        public = {s.prompt.sha256 for s in pair_set.samples}
+        self.hidden = {s.sample_id for s in pair_set.samples if s.target.sha256 not in public}
+        self.by_sha = {s.target.sha256: s for s in pair_set.samples if s.sample_id in self.hidden}
+        self.by_shape: dict[tuple[int, int], list[Sample]] = {}
+        for sample in self.by_sha.values():
+            try:
+                info = validate_wav(sample.target.read_bytes())
+            except (OSError, InvalidAudio):
+                continue
+            self.by_shape.setdefault((info.sample_rate, info.frames), []).append(sample)
+
+    @staticmethod
+    def _decoded(sample: Sample) -> tuple[WavInfo, np.ndarray] | None:
+        try:
+            return inspect_wav(sample.target.read_bytes())
+        except (OSError, InvalidAudio):
+            return None
+
+    def leak(self, own: Sample, sha: str, info: WavInfo, samples: np.ndarray) -> str | None:
+        """Why the submitted file for ``own`` is a hidden target, or None."""
+        if sha in self.by_sha:
+            return f"byte-identical to the hidden target recording of pair {self.by_sha[sha].pair_id}"
+        mono = to_mono(samples).astype(np.float64)
+        for target in self.by_shape.get((info.sample_rate, info.frames), []):
+            decoded = self._decoded(target)
+            if decoded and np.max(np.abs(mono - to_mono(decoded[1]).astype(np.float64))) <= PCM16_STEP * 1.001:
+                return (f"sample-identical to the hidden target recording of pair {target.pair_id} (a re-encoded "
+                        "copy of the answer)")
+        decoded = self._decoded(own) if own.sample_id in self.hidden else None
+        if decoded is None or abs(info.duration_s - decoded[0].duration_s) > DURATION_TOLERANCE * decoded[0].duration_s:
+            return None
+        score = peak_correlation(_at_16k(samples, info.sample_rate), _at_16k(decoded[1], decoded[0].sample_rate),
+                                 int(MAX_LAG_S * RATE))
+        if score >= MIN_CORRELATION:
+            return (f"a processed copy of the hidden target recording of its pair (waveform correlation {score:.3f}: "
+                    "resampled, rescaled or re-encoded)")
+        return None

@@ -1,0 +1,57 @@
+"""A checked folder of WAVs made outside clonebench, recorded as a generation run.
+
+The run directory gets what a generate phase writes (``generated_audio/<speaker>/<sample_id>.wav`` copies of the
+usable files, the fsync'd journal, ``run_manifest.json``), so the evaluate phase, the metric cache, ``clonebench
+status``, ``report`` and ``compare`` treat it as any generated run. Its provenance is the folder and every file's
+sha256; there is no server, so ``generation_provenance`` says "generated outside clonebench: no service
+provenance", the seed policy is ``external`` (unknown) and no request was sent. An id whose file failed the
+check (``clonebench.external.submitted``) is a ``generation_failed`` sample whose error class is the problem kind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clonebench.data.identity import digest, input_fingerprint
+from clonebench.external.pair_sets import PairSet
+from clonebench.external.submitted import FolderCheck
+from clonebench.generate.recorder import RunRecorder
+from clonebench.core.hashing import sha256_bytes
+
+EXTERNAL_NOTE = "generated outside clonebench: no service provenance"
+SEED_POLICY = "external"
+
+
+def record_external(run_dir: Path, header: dict, pair_set: PairSet, check: FolderCheck) -> RunRecorder:
+    """Write ``run_dir`` as the generation run of ``check``'s folder; returns the finished recorder."""
+    recorder = RunRecorder(run_dir, header)
+    recorder.seeds_sent = False
+    samples = list(pair_set.samples)
+    recorder.set_samples(samples)
+    files = {}
+    for entry in check.files:
+        if not entry.ok:
+            recorder.failed(entry.sample, entry.kind, entry.problem, 0)
+            continue
+        data = entry.path.read_bytes()
+        if sha256_bytes(data) != entry.sha256:
+            recorder.failed(entry.sample, "changed", f"{entry.path} changed after it was checked (sha256 differs); "
+                                                     "score again with --resume once the folder is final", 0)
+            continue
+        recorder.save_external(entry.sample, data, entry.info)
+        files[entry.output_id] = {"file": str(entry.path.relative_to(check.folder)), "sha256": entry.sha256,
+                                  "bytes": len(data)}
+    fields = {"kind": "external_folder", "task": pair_set.task,
+              "files_sha256": digest(sorted((oid, f["sha256"]) for oid, f in files.items()))}
+    input_fp, generation_fp = input_fingerprint(samples), digest(fields)
+    recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
+    summary = {k: v for k, v in check.as_dict().items() if k != "files"}
+    recorder.extra.update({
+        "measure": "quality", "seed": None, "seed_policy": SEED_POLICY, "seed_honoured": None,
+        "effective_sampling": None, "fingerprints": {"input": input_fp, "generation": generation_fp},
+        "generation_fingerprint_fields": fields, "pair_set": pair_set.origin,
+        "generation_provenance": {"protocol": "external", "note": EXTERNAL_NOTE, "folder": str(check.folder),
+                                  "task": pair_set.task, "files": files, "check": summary},
+    })
+    recorder.finish()
+    return recorder

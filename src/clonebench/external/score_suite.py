@@ -1,0 +1,217 @@
+"""Folders of WAVs made outside clonebench for an rvcbench suite -> one suite run per model, scored task by task
+with each task's own protocol: ``clonebench score --suite S --generated DIR [...]`` (rvcbench's ``score``).
+
+Each model's output folder (``OUT``, or ``OUT/<model>`` with several) is a suite run that ``clonebench suite``,
+``status``, ``report`` and ``rvcbench compare`` read, plus what every ``clonebench score`` output has:
+
+    score_request.json, submission_check.json, score.json     (clonebench.external.score_folders)
+    suite_manifest.json                                        the suite record, per-task state, origin "external"
+    tasks/<task>/                                              the task's folder recorded as a generation run
+                                                               (generation.external) and scored in place
+    tasks/<derived task>/                                      its source task's clips transformed and scored
+    suite_results.*, suite_summary.*, submission.json          (report.suite_outputs)
+
+The folder holds ``<task>__<pair_id>.wav`` (or ``<task>/<pair_id>.wav``) for every pair of every generated task
+(``clonebench prompts --suite``); derived tasks (codec, narrowband) need no file. Every problem of every folder
+is found before anything is written (``score_folders.plan``). Scoring: the tasks' jobs of every model are grouped
+by protocol (metrics, WER normalisation, seed, bootstrap: ``evaluate.task_settings``) and each group is one
+evaluate phase, so each scorer is loaded once per protocol for all models and tasks; derived tasks follow, from
+each model's recorded source task. ``--resume`` as for a manifest: same request (suite, selection, data root,
+folder, scorer settings), every file checked again, unchanged audio a metric-cache hit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+
+from clonebench.core.atomic import atomic_write_json
+from clonebench.data.identity import digest
+from clonebench.external.pair_sets import PairSet
+from clonebench.suite.definition import Suite
+from clonebench.core.errors import ClonebenchError
+from clonebench.evaluate.phase import EvaluationJob, run_evaluations
+from clonebench.external.record import record_external
+from clonebench.generate.run_lock import RunLocks
+from clonebench.external.score_folders import CHECK, REQUEST, System, prepare_output, request_record, task_summary, \
+    write_summary
+from clonebench.suite.run import TASKS_DIR, SuiteRecord, task_header
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _Job:
+    system: int
+    task: str
+    protocol: object          # the task's EvaluationSettings
+    job: EvaluationJob
+
+
+def check_protocols(settings, suite: Suite) -> None:
+    """Before anything is written: every task's protocol is one clonebench scores, and the derived tasks'
+    transforms and ffmpeg encoders exist (ConfigError / DependencyError naming the suite, task and fix)."""
+    from clonebench.suite.derived_task import check_derived_tasks
+    from clonebench.suite.protocol import task_evaluation
+
+    for task in suite.tasks:
+        task_evaluation(settings.evaluation, suite, task)
+    check_derived_tasks(suite)
+
+
+def _record(k: int, system: System, header: dict, suite: Suite, source: str, pair_sets: list[PairSet],
+            request: dict, settings) -> tuple[SuiteRecord, list[_Job]]:
+    """Write the system's suite run: its record and each generated task's folder as a run; the scoring jobs."""
+    from clonebench.suite.protocol import protocol_record, task_evaluation
+
+    run_header = {**header, "run_name": system.model, "request_sha256": digest(request)}
+    record = SuiteRecord(system.out_dir, run_header, suite, source, None, system.model)
+    record.payload["generated_outside"] = str(system.folder.resolve())
+    jobs = []
+    for pair_set, check in zip(pair_sets, system.checks):
+        task = suite.task(pair_set.task)
+        task_dir = system.out_dir / TASKS_DIR / task.name
+        theader = task_header(run_header, suite, task.name, None)
+        recorder = record_external(task_dir, theader, pair_set, check)
+        record.task(task.name, generation=recorder.status.value, counts=recorder.counts(), check=check.counts(),
+                    generation_source="external folder " + str(check.folder))
+        if not check.usable():
+            record.task(task.name, evaluation=None, reason=f"no usable file for task {task.name} in {check.folder}")
+            continue
+        protocol = task_evaluation(settings.evaluation, suite, task)
+        job_header = {**theader, "task_evaluation": protocol_record(protocol, suite, task)}
+        jobs.append(_Job(k, task.name, protocol, EvaluationJob(task_dir, task_dir, list(pair_set.samples),
+                                                               job_header)))
+    return record, jobs
+
+
+class ExternalSuiteFolder:
+    """``run_vc.py --config-name suite/... +vc.evaluate_only=true +vc.evaluation.generated_audio_dir=FOLDER`` where
+    FOLDER is a folder of WAVs made outside clonebench (not a suite run): checked against every task before any
+    scoring (every problem logged per id), then each task's files recorded as that task's run (``record``)."""
+
+    def __init__(self, settings, suite: Suite, record: SuiteRecord):
+        from clonebench.external.pair_sets import from_suite
+        from clonebench.external.score_folders import check_folders
+
+        folder = settings.evaluation.generated_audio_dir
+        self.pair_sets = {p.task: p for p in from_suite(suite, settings.suite.name, settings.dataset.root_path,
+                                                        settings.seed)}
+        try:
+            checks = check_folders(list(self.pair_sets.values()), folder)
+        except ClonebenchError as exc:
+            raise ClonebenchError(f"vc.evaluation.generated_audio_dir={folder} is no suite run (no suite_manifest.json "
+                                  f"in it), so it was read as a folder made outside clonebench, and: {exc}") from None
+        self.checks = {c.task: c for c in checks}
+        for check in checks:
+            counts = check.counts()
+            log.info("task %s: %d/%d usable %s", check.task, counts["usable"], counts["ids"],
+                     {k: v for k, v in counts.items() if v and k not in ("ids", "usable")})
+            for line in check.lines():
+                log.warning("%s", line)
+        record.payload["generated_outside"] = str(Path(folder).resolve())
+
+    def record(self, name: str, task_dir: Path, header: dict) -> Path | None:
+        """The task's files recorded as its run in ``task_dir``; that run, or None when no file is usable."""
+        check = self.checks[name]
+        record_external(task_dir, {**header, "phase": "external+evaluate"}, self.pair_sets[name], check)
+        return task_dir if check.usable() else None
+
+
+def external_folder(settings, suite: Suite, record: SuiteRecord) -> ExternalSuiteFolder | None:
+    """The folder to score when a suite run is evaluate-only on a folder of WAVs made elsewhere; else None."""
+    from clonebench.evaluate.inputs import is_external_folder
+    from clonebench.suite.run import is_suite_dir
+
+    given = settings.evaluation.generated_audio_dir
+    if not settings.vc.evaluate_only or given is None or is_suite_dir(given) or not is_external_folder(given):
+        return None
+    return ExternalSuiteFolder(settings, suite, record)
+
+
+def _score(settings, jobs: list[_Job]) -> dict[tuple[int, str], dict]:
+    """Each protocol's jobs (every model, every task with that protocol) in one evaluate phase."""
+    groups: dict[str, list[_Job]] = {}
+    for job in jobs:
+        groups.setdefault(repr(job.protocol), []).append(job)
+    out = {}
+    for group in groups.values():
+        evaluated = dataclasses.replace(settings, evaluation=group[0].protocol)
+        for job, metrics in zip(group, run_evaluations(evaluated, [j.job for j in group])):
+            out[(job.system, job.task)] = metrics
+    return out
+
+
+def _derive(settings, suite: Suite, system: System, record: SuiteRecord, pair_sets: list[PairSet],
+            header: dict) -> None:
+    from clonebench.suite.derived_task import score_derived_task
+
+    samples = {p.task: list(p.samples) for p in pair_sets}
+    for task in suite.tasks:
+        if not task.derived:
+            continue
+        source_dir = system.out_dir / TASKS_DIR / str(task.derived_from)
+        source_ok = record.payload["tasks"].get(task.derived_from, {}).get("evaluation") is not None
+        outcome = score_derived_task(suite, task, source_dir if source_ok else None, samples[task.derived_from],
+                                     system.out_dir / TASKS_DIR / task.name, settings,
+                                     task_header(header, suite, task.name, None))
+        record.task(task.name, derived_from=outcome.source_task, reason=outcome.reason, evaluation=outcome.status,
+                    run_dir=str(outcome.run_dir) if outcome.run_dir else None)
+
+
+def _summary(system: System, suite: Suite, pair_sets: list[PairSet], results) -> dict:
+    checks = {p.task: c for p, c in zip(pair_sets, system.checks)}
+    tasks = {}
+    for task in suite.tasks:
+        metrics = system.out_dir / TASKS_DIR / task.name / "metrics.json"
+        result = json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else None
+        tasks[task.name] = task_summary(f"{TASKS_DIR}/{task.name}", result, checks.get(task.name))
+    return write_summary(system, tasks, suite=suite.upstream_record(), suite_status=results.status,
+                         submission="submission.json")
+
+
+def score_suite_systems(settings, header: dict, suite: Suite, source: str, pair_sets: list[PairSet],
+                        systems: list[System], resume: bool, scoring_config: dict) -> list[dict]:
+    """Record every system's folder as a suite run and score it; ``score.json`` summaries, in order."""
+    from clonebench.suite.outputs import write_suite_outputs
+
+    check_protocols(settings, suite)
+    requests = [request_record(s, pair_sets, scoring_config) for s in systems]
+    for system, request in zip(systems, requests):
+        prepare_output(system, request, resume)
+    locks = RunLocks()
+    records: list[SuiteRecord] = []
+    try:
+        jobs = []
+        for k, (system, request) in enumerate(zip(systems, requests)):
+            system.out_dir.mkdir(parents=True, exist_ok=True)
+            locks.own(system.out_dir)
+            atomic_write_json(system.out_dir / REQUEST, request)
+            atomic_write_json(system.out_dir / CHECK, {"schema": "clonebench.submission-check/v1",
+                                                       "model": system.model,
+                                                       "tasks": [c.as_dict() for c in system.checks]})
+            record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
+            records.append(record)
+            jobs += system_jobs
+        scored = _score(settings, jobs)
+        summaries = []
+        for k, (system, record) in enumerate(zip(systems, records)):
+            for task in suite.tasks:
+                if (k, task.name) in scored:
+                    metrics = scored[(k, task.name)]
+                    record.task(task.name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
+            _derive(settings, suite, system, record, pair_sets, {**header, "run_name": system.model})
+            results = write_suite_outputs(system.out_dir)
+            record.finish(results.status)
+            summaries.append(_summary(system, suite, pair_sets, results))
+        return summaries
+    except BaseException as exc:
+        for record in records:
+            if record.payload["status"] == "running":
+                record.finish("failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                              f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        locks.release()

@@ -1,0 +1,295 @@
+"""A suite run (``configs/suite/*``): every selected task of an RVCBench suite generated against the configured
+adversary and scored with the task's own protocol, each task a resumable run under one suite directory.
+
+    <suite dir>/suite_manifest.json        the suite (name, sha256, HF revision, files), per-task status, origin
+    <suite dir>/tasks/<task>/              one run per generated task: run_manifest.json, journal, audio, scores
+    <suite dir>/suite_results.{json,md,tex,csv}, submission.json   (clonebench.suite.outputs)
+
+Before any request, every input of every selected task is verified (``data.suite_inputs``) and every reference
+is checked against the length limit and the adversary's reference rule; one error lists every problem. The
+reference-check gate runs once, in the first task that sends requests (``SharedGate``). ``vc.resume_from=<suite
+dir>`` resumes each task from the newest run of it in that suite's chain; ``+vc.evaluate_only=true
++vc.evaluation.generated_audio_dir=<suite dir>`` scores a generated suite into a new one (a folder of WAVs made
+outside clonebench instead is checked and recorded per task: ``score_suite.ExternalSuiteFolder``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from clonebench.core.atomic import atomic_write_json, atomic_write_text
+from clonebench.data.audio_cache import AudioCheckCache
+from clonebench.data.reference_length import check_reference_lengths
+from clonebench.suite.definition import Suite, load_suite
+from clonebench.suite.inputs import SuiteInputError, TaskSamples, check_suite_inputs, task_samples
+from clonebench.core.errors import ConfigError, ManifestError, ResumeError
+from clonebench.generate.journal import MANIFEST_NAME
+from clonebench.core.records import RunStatus
+from clonebench.config.settings import RunSettings
+
+# Given by the caller (runs/pipeline.py passes external.score_suite.external_folder): for an evaluate-only suite run
+# on a folder of WAVs made outside clonebench, an object whose ``record(task, task_dir, header)`` records the
+# folder's files of one task as that task's run; None when the run is not one. The suite room does not import the
+# external room: it receives the audio source.
+ExternalSource = Callable[[RunSettings, Suite, "SuiteRecord"], Any]
+
+log = logging.getLogger("clonebench")
+SUITE_MANIFEST = "suite_manifest.json"
+TASKS_DIR = "tasks"
+INPUT_PROBLEMS = "input_problems.txt"
+SCHEMA = "clonebench.suite_run/v1"
+
+
+@dataclass
+class SuiteRunResult:
+    suite_dir: Path
+    status: str                                  # complete | partial | generated | failed
+    tasks: dict[str, dict] = field(default_factory=dict)
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("complete", "generated")
+
+
+class SuiteRecord:
+    """``suite_manifest.json``: rewritten atomically whenever a task's state changes."""
+
+    def __init__(self, suite_dir: Path, header: dict, suite: Suite, source: str, origin: Path | None, model: str):
+        self.path = suite_dir / SUITE_MANIFEST
+        self.payload = {"schema": SCHEMA, **header, "suite_source": source, "suite": suite.record(),
+                        "suite_model": model,
+                        "resume_origin": str(origin) if origin else None, "status": "running",
+                        "created_at": time.time(), "tasks": {t.name: {"derived_from": t.derived_from} if t.derived
+                                                            else {} for t in suite.tasks}, "errors": []}
+        self.write()
+
+    def task(self, name: str, **fields) -> None:
+        self.payload["tasks"][name].update(fields)
+        self.write()
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        self.payload.update(status=status, finished_at=time.time())
+        if error:
+            self.payload["errors"].append(error)
+        self.write()
+
+    def write(self) -> None:
+        self.payload["updated_at"] = time.time()
+        atomic_write_json(self.path, self.payload)
+
+
+def suite_chain(start: Path) -> list[Path]:
+    """``start`` and the suite runs it resumed from, newest first."""
+    chain: list[Path] = []
+    current: Path | None = Path(os.path.realpath(start))
+    while current is not None and current not in chain:
+        manifest = current / SUITE_MANIFEST
+        if not manifest.is_file():
+            raise ResumeError(f"vc.resume_from={start}: {current} is not a suite run (no {SUITE_MANIFEST}); give the "
+                              "suite directory results/<run_name>/<stamp>-<id>")
+        chain.append(current)
+        origin = json.loads(manifest.read_text(encoding="utf-8")).get("resume_origin")
+        current = Path(os.path.realpath(origin)) if origin else None
+    return chain
+
+
+def task_origins(resume_from: Path | None, names: list[str]) -> dict[str, Path]:
+    """Per task, its run in the newest suite of the chain that started it (a task run always writes its manifest
+    before anything else, so a task directory without one sent nothing and is skipped)."""
+    if resume_from is None:
+        return {}
+    origins: dict[str, Path] = {}
+    for suite_dir in suite_chain(resume_from):
+        for name in names:
+            candidate = suite_dir / TASKS_DIR / name
+            if name not in origins and (candidate / MANIFEST_NAME).is_file():
+                origins[name] = candidate
+    return origins
+
+
+def task_header(header: dict, suite: Suite, name: str, origin: Path | None) -> dict:
+    """A task run's header: the suite record (HF revision included) and the task's own resume origin."""
+    config = copy.deepcopy(header.get("config", {}))
+    config.setdefault("vc", {})["resume_from"] = str(origin) if origin else None
+    task = suite.task(name)
+    return {**header, "run_name": f"{header.get('run_name')}/{name}", "config": config,
+            "suite": {**suite.record(), "task": name, "task_definition": task.raw}}
+
+
+def _refuse_unsupported(settings: RunSettings) -> None:
+    if settings.client.max_samples is not None:
+        raise ConfigError("adversary.max_samples narrows pairs, but a suite's tasks are frozen selections: narrow "
+                          "with suite.tasks=[...] instead (or remove adversary.max_samples)")
+    if settings.vc.shard_count != 1:
+        raise ConfigError("vc.shard.* is not supported for suite runs; use adversary.endpoint_urls to spread the "
+                          "requests over several servers")
+
+
+def _reference_check(settings: RunSettings):
+    """A check of one task's references against the length limit and the adversary's rule (before any request)."""
+    from clonebench.adversary.registry import adversary_class
+    from clonebench.generate.readiness import check_reference_durations
+
+    adversary = adversary_class(settings.client.protocol)(settings.client, settings.adversary_params)
+
+    def check(ts: TaskSamples) -> None:
+        check_reference_lengths(ts.samples, settings.client.max_reference_seconds, ts.label)
+        check_reference_durations(ts.samples, adversary)
+    return check
+
+
+def run_suite(settings: RunSettings, suite_dir: Path, header: dict,
+              external_source: ExternalSource | None = None) -> SuiteRunResult:
+    from clonebench.generate.run_lock import RunLocks
+
+    assert settings.suite is not None
+    suite = load_suite(settings.suite.name, settings.suite.tasks)
+    _refuse_unsupported(settings)
+    suite_dir.mkdir(parents=True, exist_ok=True)
+    locks = RunLocks()
+    locks.own(suite_dir)
+    origin = settings.vc.resume_from
+    if origin is not None and os.path.realpath(origin) == os.path.realpath(suite_dir):
+        locks.release()
+        raise ConfigError(f"vc.resume_from={origin} is this run's own directory; a resume writes a new suite run")
+    name = settings.suite.name  # a suite given by path is recorded absolute: reports reload it from anywhere
+    source = str(Path(name).resolve()) if "/" in name or name.endswith(".json") else name
+    record = SuiteRecord(suite_dir, header, suite, source, origin, settings.suite.model or settings.run_name)
+    try:
+        result = _run(settings, suite, suite_dir, header, record, external_source)
+        record.finish(result.status)
+        return result
+    except BaseException as exc:
+        record.finish("failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                      f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        locks.release()
+
+
+def _check_inputs(settings: RunSettings, suite: Suite, suite_dir: Path) -> list[str]:
+    """Every input of every task verified, and (when generating) every reference checked, before any request; the
+    tasks to run. One task's samples are in memory at a time: each task is loaded again when it runs (unchanged
+    files are then known from the hash cache, not read again)."""
+    checked = AudioCheckCache(settings.hash_cache)
+    try:
+        check = None if settings.vc.evaluate_only else _reference_check(settings)
+        return list(check_suite_inputs(suite, settings.dataset.root_path, settings.seed, checked, check))
+    except SuiteInputError as exc:
+        atomic_write_text(suite_dir / INPUT_PROBLEMS, exc.listing())
+        raise
+    finally:
+        checked.close()
+
+
+def _source_run(settings: RunSettings, name: str) -> Path | None:
+    """evaluate_only: the task's run in the generated suite given as vc.evaluation.generated_audio_dir."""
+    given = settings.evaluation.generated_audio_dir
+    if given is None:
+        raise ConfigError("+vc.evaluate_only=true on a suite needs +vc.evaluation.generated_audio_dir=<suite dir> (a "
+                          "generated suite run)")
+    if not (Path(given) / SUITE_MANIFEST).is_file():
+        raise ConfigError(f"vc.evaluation.generated_audio_dir={given}: not a suite run (no {SUITE_MANIFEST})")
+    run = Path(given) / TASKS_DIR / name
+    return run if (run / MANIFEST_NAME).is_file() else None
+
+
+def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord,
+         external_source: ExternalSource | None) -> SuiteRunResult:
+    from clonebench.suite.derived_task import check_derived_tasks
+    from clonebench.suite.protocol import task_evaluation
+    from clonebench.generate.phase import SharedGate
+    from clonebench.suite.outputs import write_suite_outputs
+
+    for task in suite.tasks:
+        task_evaluation(settings.evaluation, suite, task)  # a protocol clonebench cannot score fails now
+    score = not settings.vc.generate_only and settings.client.measure == "quality"
+    if score:
+        check_derived_tasks(suite)  # a bad transform or a missing encoder, before any request
+    names = _check_inputs(settings, suite, suite_dir)
+    # evaluate_only on a folder of WAVs made elsewhere: the caller's source checks and records it per task
+    external = external_source(settings, suite, record) if external_source is not None else None
+    origins = task_origins(settings.vc.resume_from, names)
+    gate, done = SharedGate(), set()
+    # opened after the check pass committed what it validated: each task's files are then known, not read again
+    checked = AudioCheckCache(settings.hash_cache) if settings.hash_cache else None
+    try:
+        for name in names:
+            source, samples = _run_task(settings, suite, suite_dir, header, record, name, origins, gate, score,
+                                        checked, external)
+            for task in suite.tasks:  # its derived tasks now, while its samples are at hand
+                if task.derived and task.derived_from == name:
+                    _derived(settings, suite, suite_dir, header, record, task, source, samples, score)
+                    done.add(task.name)
+    finally:
+        if checked is not None:
+            checked.close()
+    for task in suite.tasks:
+        if task.derived and task.name not in done:
+            _derived(settings, suite, suite_dir, header, record, task, None, None, score)
+    results = write_suite_outputs(suite_dir)
+    return SuiteRunResult(suite_dir, results.status, {t.name: t.status_line() for t in results.tasks},
+                          results.console_text())
+
+
+def _derived(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord, task,
+             source: Path | None, samples: list | None, score: bool) -> None:
+    """Score one derived task from its source task's generated audio (or record why it is not scored)."""
+    from clonebench.suite.derived_task import score_derived_task
+
+    if not score:
+        record.task(task.name, derived_from=task.derived_from, run_dir=None,
+                    reason="not scored: generate-only or timing run (derived tasks are made at scoring time)")
+        return
+    outcome = score_derived_task(suite, task, source, samples, suite_dir / TASKS_DIR / task.name, settings,
+                                 task_header(header, suite, task.name, None))
+    record.task(task.name, derived_from=outcome.source_task, reason=outcome.reason, evaluation=outcome.status,
+                run_dir=str(outcome.run_dir) if outcome.run_dir else None)
+
+
+def _run_task(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord, name: str,
+              origins: dict[str, Path], gate, score: bool, checked: AudioCheckCache | None,
+              external=None) -> tuple[Path | None, list]:
+    """Generate (unless evaluate_only) and score (unless generate_only) one task; its generation run (if any) and
+    its samples. ``external``: evaluate_only on a folder made outside clonebench (``score_suite``)."""
+    from clonebench.evaluate.phase import run_evaluation
+    from clonebench.suite.protocol import protocol_record, task_evaluation
+    from clonebench.generate.phase import run_generation
+
+    ts = task_samples(suite, suite.task(name), settings.dataset.root_path, settings.seed, checked)
+    task_dir = suite_dir / TASKS_DIR / name
+    theader = task_header(header, suite, name, origins.get(name))
+    if settings.vc.evaluate_only and external is not None:
+        source = external.record(name, task_dir, theader)
+        record.task(name, generation_source=f"external folder {settings.evaluation.generated_audio_dir}")
+    elif settings.vc.evaluate_only:
+        source = _source_run(settings, name)
+        record.task(name, generation_source=str(source) if source else None)
+    else:
+        task_settings = dataclasses.replace(settings, vc=dataclasses.replace(settings.vc,
+                                                                               resume_from=origins.get(name)))
+        log.info("suite %s: task %s (%d pairs)", suite.name, name, len(ts.samples))
+        recorder = run_generation(task_settings, task_dir, theader, samples=ts.samples, label=ts.label, gate=gate)
+        record.task(name, generation=recorder.status.value, counts=recorder.counts(),
+                    resumed_from=str(origins[name]) if name in origins else None)
+        source = task_dir if recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL) else None
+    if score and source is not None:
+        protocol = task_evaluation(settings.evaluation, suite, ts.task)
+        evaluated = dataclasses.replace(settings, evaluation=protocol)
+        metrics = run_evaluation(evaluated, task_dir, source, ts.samples,
+                                 {**theader, "task_evaluation": protocol_record(protocol, suite, ts.task)})
+        record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
+    return source, ts.samples
+
+
+def is_suite_dir(path: Path) -> bool:
+    return (Path(path) / SUITE_MANIFEST).is_file()
