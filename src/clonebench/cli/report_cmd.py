@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     from clonebench.report.paper_v3 import COLUMNS_V3, paper_rows_v3, suite_row
     from clonebench.suite.results import load_suite_results
-    from clonebench.suite.run import is_suite_dir
+    from clonebench.suite.record import is_suite_dir
 
     suites = [load_suite_results(path) for path in args.runs if is_suite_dir(path)]
     runs = [path for path in args.runs if not is_suite_dir(path)]

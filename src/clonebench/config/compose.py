@@ -8,7 +8,6 @@ would get from the same ones: the same files, the same typed reader, the same un
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from contextlib import ExitStack
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json
@@ -37,7 +38,7 @@ from clonebench.external.record import record_external
 from clonebench.generate.run_lock import RunLocks
 from clonebench.external.score_folders import CHECK, REQUEST, System, prepare_output, request_record, task_summary, \
     write_summary
-from clonebench.suite.run import TASKS_DIR, SuiteRecord, task_header
+from clonebench.suite.record import TASKS_DIR, SuiteRecord, task_header
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class ExternalSuiteFolder:
 def external_folder(settings, suite: Suite, record: SuiteRecord) -> ExternalSuiteFolder | None:
     """The folder to score when a suite run is evaluate-only on a folder of WAVs made elsewhere; else None."""
     from clonebench.evaluate.inputs import is_external_folder
-    from clonebench.suite.run import is_suite_dir
+    from clonebench.suite.record import is_suite_dir
 
     given = settings.evaluation.generated_audio_dir
     if not settings.vc.evaluate_only or given is None or is_suite_dir(given) or not is_external_folder(given):
@@ -184,34 +185,29 @@ def score_suite_systems(settings, header: dict, suite: Suite, source: str, pair_
     locks = RunLocks()
     records: list[SuiteRecord] = []
     try:
-        jobs = []
-        for k, (system, request) in enumerate(zip(systems, requests)):
-            system.out_dir.mkdir(parents=True, exist_ok=True)
-            locks.own(system.out_dir)
-            atomic_write_json(system.out_dir / REQUEST, request)
-            atomic_write_json(system.out_dir / CHECK, {"schema": "clonebench.submission-check/v1",
-                                                       "model": system.model,
-                                                       "tasks": [c.as_dict() for c in system.checks]})
-            record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
-            records.append(record)
-            jobs += system_jobs
-        scored = _score(settings, jobs)
-        summaries = []
-        for k, (system, record) in enumerate(zip(systems, records)):
-            for task in suite.tasks:
-                if (k, task.name) in scored:
-                    metrics = scored[(k, task.name)]
-                    record.task(task.name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
-            _derive(settings, suite, system, record, pair_sets, {**header, "run_name": system.model})
-            results = write_suite_outputs(system.out_dir)
-            record.finish(results.status)
-            summaries.append(_summary(system, suite, pair_sets, results))
-        return summaries
-    except BaseException as exc:
-        for record in records:
-            if record.payload["status"] == "running":
-                record.finish("failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                              f"{type(exc).__name__}: {exc}")
-        raise
+        with ExitStack() as stack:
+            jobs = []
+            for k, (system, request) in enumerate(zip(systems, requests)):
+                system.out_dir.mkdir(parents=True, exist_ok=True)
+                locks.own(system.out_dir)
+                atomic_write_json(system.out_dir / REQUEST, request)
+                atomic_write_json(system.out_dir / CHECK, {"schema": "clonebench.submission-check/v1",
+                                                           "model": system.model,
+                                                           "tasks": [c.as_dict() for c in system.checks]})
+                record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
+                records.append(stack.enter_context(record))  # failed/interrupted recorded on the way out
+                jobs += system_jobs
+            scored = _score(settings, jobs)
+            summaries = []
+            for k, (system, record) in enumerate(zip(systems, records)):
+                for task in suite.tasks:
+                    if (k, task.name) in scored:
+                        metrics = scored[(k, task.name)]
+                        record.task(task.name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
+                _derive(settings, suite, system, record, pair_sets, {**header, "run_name": system.model})
+                results = write_suite_outputs(system.out_dir)
+                record.finish(results.status)
+                summaries.append(_summary(system, suite, pair_sets, results))
+            return summaries
     finally:
         locks.release()

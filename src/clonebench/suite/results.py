@@ -13,10 +13,9 @@ from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task, load_suit
 from clonebench.core.errors import ClonebenchError
 from clonebench.stats.utterance import bootstrap_ci
 from clonebench.generate.journal import MANIFEST_NAME
+from clonebench.suite.record import SUITE_MANIFEST, TASKS_DIR
 from clonebench.suite.upstream_coverage import coverage, upstream_values
 
-SUITE_MANIFEST = "suite_manifest.json"
-TASKS_DIR = "tasks"
 # rvcbench's column of each of its metrics in a clonebench per-sample CSV row
 CLONEBENCH_COLUMN = UPSTREAM_METRICS
 

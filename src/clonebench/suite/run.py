@@ -15,25 +15,23 @@ outside clonebench instead is checked and recorded per task: ``score_suite.Exter
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import json
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from clonebench.core.atomic import atomic_write_json, atomic_write_text
+from clonebench.core.atomic import atomic_write_text
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.reference_length import check_reference_lengths
 from clonebench.suite.definition import Suite, load_suite
 from clonebench.suite.inputs import SuiteInputError, TaskSamples, check_suite_inputs, task_samples
-from clonebench.core.errors import ConfigError, ManifestError, ResumeError
+from clonebench.core.errors import ConfigError
 from clonebench.generate.journal import MANIFEST_NAME
 from clonebench.core.records import RunStatus
 from clonebench.config.settings import RunSettings
+from clonebench.suite.record import SUITE_MANIFEST, TASKS_DIR, SuiteRecord, task_header, task_origins
 
 # Given by the caller (runs/pipeline.py passes external.score_suite.external_folder): for an evaluate-only suite run
 # on a folder of WAVs made outside clonebench, an object whose ``record(task, task_dir, header)`` records the
@@ -42,10 +40,7 @@ from clonebench.config.settings import RunSettings
 ExternalSource = Callable[[RunSettings, Suite, "SuiteRecord"], Any]
 
 log = logging.getLogger("clonebench")
-SUITE_MANIFEST = "suite_manifest.json"
-TASKS_DIR = "tasks"
 INPUT_PROBLEMS = "input_problems.txt"
-SCHEMA = "clonebench.suite_run/v1"
 
 
 @dataclass
@@ -58,71 +53,6 @@ class SuiteRunResult:
     @property
     def ok(self) -> bool:
         return self.status in ("complete", "generated")
-
-
-class SuiteRecord:
-    """``suite_manifest.json``: rewritten atomically whenever a task's state changes."""
-
-    def __init__(self, suite_dir: Path, header: dict, suite: Suite, source: str, origin: Path | None, model: str):
-        self.path = suite_dir / SUITE_MANIFEST
-        self.payload = {"schema": SCHEMA, **header, "suite_source": source, "suite": suite.record(),
-                        "suite_model": model,
-                        "resume_origin": str(origin) if origin else None, "status": "running",
-                        "created_at": time.time(), "tasks": {t.name: {"derived_from": t.derived_from} if t.derived
-                                                            else {} for t in suite.tasks}, "errors": []}
-        self.write()
-
-    def task(self, name: str, **fields) -> None:
-        self.payload["tasks"][name].update(fields)
-        self.write()
-
-    def finish(self, status: str, error: str | None = None) -> None:
-        self.payload.update(status=status, finished_at=time.time())
-        if error:
-            self.payload["errors"].append(error)
-        self.write()
-
-    def write(self) -> None:
-        self.payload["updated_at"] = time.time()
-        atomic_write_json(self.path, self.payload)
-
-
-def suite_chain(start: Path) -> list[Path]:
-    """``start`` and the suite runs it resumed from, newest first."""
-    chain: list[Path] = []
-    current: Path | None = Path(os.path.realpath(start))
-    while current is not None and current not in chain:
-        manifest = current / SUITE_MANIFEST
-        if not manifest.is_file():
-            raise ResumeError(f"vc.resume_from={start}: {current} is not a suite run (no {SUITE_MANIFEST}); give the "
-                              "suite directory results/<run_name>/<stamp>-<id>")
-        chain.append(current)
-        origin = json.loads(manifest.read_text(encoding="utf-8")).get("resume_origin")
-        current = Path(os.path.realpath(origin)) if origin else None
-    return chain
-
-
-def task_origins(resume_from: Path | None, names: list[str]) -> dict[str, Path]:
-    """Per task, its run in the newest suite of the chain that started it (a task run always writes its manifest
-    before anything else, so a task directory without one sent nothing and is skipped)."""
-    if resume_from is None:
-        return {}
-    origins: dict[str, Path] = {}
-    for suite_dir in suite_chain(resume_from):
-        for name in names:
-            candidate = suite_dir / TASKS_DIR / name
-            if name not in origins and (candidate / MANIFEST_NAME).is_file():
-                origins[name] = candidate
-    return origins
-
-
-def task_header(header: dict, suite: Suite, name: str, origin: Path | None) -> dict:
-    """A task run's header: the suite record (HF revision included) and the task's own resume origin."""
-    config = copy.deepcopy(header.get("config", {}))
-    config.setdefault("vc", {})["resume_from"] = str(origin) if origin else None
-    task = suite.task(name)
-    return {**header, "run_name": f"{header.get('run_name')}/{name}", "config": config,
-            "suite": {**suite.record(), "task": name, "task_definition": task.raw}}
 
 
 def _refuse_unsupported(settings: RunSettings) -> None:
@@ -163,15 +93,11 @@ def run_suite(settings: RunSettings, suite_dir: Path, header: dict,
         raise ConfigError(f"vc.resume_from={origin} is this run's own directory; a resume writes a new suite run")
     name = settings.suite.name  # a suite given by path is recorded absolute: reports reload it from anywhere
     source = str(Path(name).resolve()) if "/" in name or name.endswith(".json") else name
-    record = SuiteRecord(suite_dir, header, suite, source, origin, settings.suite.model or settings.run_name)
     try:
-        result = _run(settings, suite, suite_dir, header, record, external_source)
-        record.finish(result.status)
-        return result
-    except BaseException as exc:
-        record.finish("failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                      f"{type(exc).__name__}: {exc}")
-        raise
+        with SuiteRecord(suite_dir, header, suite, source, origin, settings.suite.model or settings.run_name) as record:
+            result = _run(settings, suite, suite_dir, header, record, external_source)
+            record.finish(result.status)
+            return result
     finally:
         locks.release()
 
@@ -219,32 +145,50 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
     # evaluate_only on a folder of WAVs made elsewhere: the caller's source checks and records it per task
     external = external_source(settings, suite, record) if external_source is not None else None
     origins = task_origins(settings.vc.resume_from, names)
-    gate, done = SharedGate(), set()
+    done: set[str] = set()
     # opened after the check pass committed what it validated: each task's files are then known, not read again
     checked = AudioCheckCache(settings.hash_cache) if settings.hash_cache else None
+    run = _SuiteRun(settings, suite, suite_dir, header, record, origins, SharedGate(), score, checked, external)
     try:
         for name in names:
-            source, samples = _run_task(settings, suite, suite_dir, header, record, name, origins, gate, score,
-                                        checked, external)
+            source, samples = _run_task(run, name)
             for task in suite.tasks:  # its derived tasks now, while its samples are at hand
                 if task.derived and task.derived_from == name:
-                    _derived(settings, suite, suite_dir, header, record, task, source, samples, score)
+                    _derived(run, task, source, samples)
                     done.add(task.name)
     finally:
         if checked is not None:
             checked.close()
     for task in suite.tasks:
         if task.derived and task.name not in done:
-            _derived(settings, suite, suite_dir, header, record, task, None, None, score)
+            _derived(run, task, None, None)
     results = write_suite_outputs(suite_dir)
     return SuiteRunResult(suite_dir, results.status, {t.name: t.status_line() for t in results.tasks},
                           results.console_text())
 
 
-def _derived(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord, task,
-             source: Path | None, samples: list | None, score: bool) -> None:
+@dataclass(frozen=True)
+class _SuiteRun:
+    """What every task of one suite run shares."""
+
+    settings: RunSettings
+    suite: Suite
+    suite_dir: Path
+    header: dict
+    record: SuiteRecord
+    origins: dict[str, Path]                 # per task, the run it resumes (vc.resume_from's chain)
+    gate: Any                                # generate.phase.SharedGate: one reference gate for every task
+    score: bool                              # not generate-only and not a timing run
+    checked: AudioCheckCache | None          # input files already validated
+    external: Any = None                     # evaluate_only on a folder made outside clonebench (ExternalSource)
+
+
+def _derived(run: _SuiteRun, task, source: Path | None, samples: list | None) -> None:
     """Score one derived task from its source task's generated audio (or record why it is not scored)."""
     from clonebench.suite.derived_task import score_derived_task
+
+    settings, suite, suite_dir, header, record, score = (run.settings, run.suite, run.suite_dir, run.header,
+                                                         run.record, run.score)
 
     if not score:
         record.task(task.name, derived_from=task.derived_from, run_dir=None,
@@ -256,14 +200,15 @@ def _derived(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict,
                 run_dir=str(outcome.run_dir) if outcome.run_dir else None)
 
 
-def _run_task(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord, name: str,
-              origins: dict[str, Path], gate, score: bool, checked: AudioCheckCache | None,
-              external=None) -> tuple[Path | None, list]:
+def _run_task(run: _SuiteRun, name: str) -> tuple[Path | None, list]:
     """Generate (unless evaluate_only) and score (unless generate_only) one task; its generation run (if any) and
-    its samples. ``external``: evaluate_only on a folder made outside clonebench (``score_suite``)."""
+    its samples. ``run.external``: evaluate_only on a folder made outside clonebench (``score_suite``)."""
     from clonebench.evaluate.phase import run_evaluation
     from clonebench.suite.protocol import protocol_record, task_evaluation
     from clonebench.generate.phase import run_generation
+
+    settings, suite, suite_dir, header, record = run.settings, run.suite, run.suite_dir, run.header, run.record
+    origins, gate, score, checked, external = run.origins, run.gate, run.score, run.checked, run.external
 
     ts = task_samples(suite, suite.task(name), settings.dataset.root_path, settings.seed, checked)
     task_dir = suite_dir / TASKS_DIR / name
@@ -289,7 +234,3 @@ def _run_task(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict
                                  {**theader, "task_evaluation": protocol_record(protocol, suite, ts.task)})
         record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
     return source, ts.samples
-
-
-def is_suite_dir(path: Path) -> bool:
-    return (Path(path) / SUITE_MANIFEST).is_file()
