@@ -1,4 +1,4 @@
-"""The speaker-cluster bootstrap exactly as scoring_conventions.md states it, and the derived reproduction files."""
+"""The speaker-cluster bootstrap exactly as the scoring conventions (docs/statistics.md) state it, and the derived reproduction files."""
 
 from __future__ import annotations
 

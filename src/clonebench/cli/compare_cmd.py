@@ -13,7 +13,7 @@ what differs (``--allow-incompatible``: each system's means, no ranking).
 
 One run against a historical result set: same pairs, same inputs, same scorer protocol, then per metric the
 current and historical means, the paired mean delta, the mean absolute delta and its speaker-cluster bootstrap
-95 % CI (scoring_conventions.md):
+95 % CI (the scoring conventions, docs/statistics.md):
 
     clonebench compare RUN_DIR [--historical reproduction/historical/fish_s2_http_libritts16.json] [--output OUT.json]
     clonebench compare --current A.json --historical B.json --output OUT.json   (two plain per-sample tables)

@@ -1,4 +1,4 @@
-"""Sample identity, input fingerprint and per-sample seeds (scoring_conventions.md)."""
+"""Sample identity, input fingerprint and per-sample seeds (the scoring conventions, docs/statistics.md)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from clonebench.core.atomic import atomic_write_json
 from clonebench.data.identity import digest
@@ -154,21 +156,34 @@ def write_summary(system: System, tasks: dict[str, dict], **extra) -> dict:
     return summary
 
 
-def score_systems(settings, header: dict, pair_sets: list[PairSet], systems: list[System], resume: bool,
-                  scoring_config: dict) -> list[dict]:
-    """Record every system's folder as runs and score them all with each scorer loaded once; summaries."""
-    requests = [request_record(s, pair_sets, scoring_config) for s in systems]
+@contextmanager
+def open_outputs(systems: list[System], requests: list[dict], resume: bool) -> Iterator[None]:
+    """Every system's output folder refused when used (unless resuming the same request), then locked and given
+    its request and check files; the locks are released on the way out. Both folder-scoring paths (pair sets
+    here, suites in ``score_suite``) open their outputs this one way."""
     for system, request in zip(systems, requests):
         prepare_output(system, request, resume)
     locks = RunLocks()
     try:
-        jobs = []
         for system, request in zip(systems, requests):
             system.out_dir.mkdir(parents=True, exist_ok=True)
             locks.own(system.out_dir)
             atomic_write_json(system.out_dir / REQUEST, request)
             atomic_write_json(system.out_dir / CHECK, {"schema": "clonebench.submission-check/v1",
-                                                       "model": system.model, "tasks": [c.as_dict() for c in system.checks]})
+                                                       "model": system.model,
+                                                       "tasks": [c.as_dict() for c in system.checks]})
+        yield
+    finally:
+        locks.release()
+
+
+def score_systems(settings, header: dict, pair_sets: list[PairSet], systems: list[System], resume: bool,
+                  scoring_config: dict) -> list[dict]:
+    """Record every system's folder as runs and score them all with each scorer loaded once; summaries."""
+    requests = [request_record(s, pair_sets, scoring_config) for s in systems]
+    with open_outputs(systems, requests, resume):
+        jobs = []
+        for system, request in zip(systems, requests):
             for pair_set, check in zip(pair_sets, system.checks):
                 run_dir = system.out_dir / pair_set.task
                 run_header = {**header, "run_name": system.model, "request_sha256": digest(request)}
@@ -182,8 +197,6 @@ def score_systems(settings, header: dict, pair_sets: list[PairSet], systems: lis
                 for p, check, result in zip(pair_sets, system.checks, metrics[k:k + len(pair_sets)])}))
             k += len(pair_sets)
         return summaries
-    finally:
-        locks.release()
 
 
 def score_external_folder(settings, run_dir: Path, header: dict, samples: list) -> dict:

@@ -28,16 +28,13 @@ import logging
 from contextlib import ExitStack
 from pathlib import Path
 
-from clonebench.core.atomic import atomic_write_json
 from clonebench.data.identity import digest
 from clonebench.external.pair_sets import PairSet
 from clonebench.suite.definition import Suite
 from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate.phase import EvaluationJob, run_evaluations
 from clonebench.external.record import record_external
-from clonebench.generate.run_lock import RunLocks
-from clonebench.external.score_folders import CHECK, REQUEST, System, prepare_output, request_record, task_summary, \
-    write_summary
+from clonebench.external.score_folders import System, open_outputs, request_record, task_summary, write_summary
 from clonebench.suite.record import TASKS_DIR, SuiteRecord, task_header
 
 log = logging.getLogger(__name__)
@@ -180,34 +177,22 @@ def score_suite_systems(settings, header: dict, suite: Suite, source: str, pair_
 
     check_protocols(settings, suite)
     requests = [request_record(s, pair_sets, scoring_config) for s in systems]
-    for system, request in zip(systems, requests):
-        prepare_output(system, request, resume)
-    locks = RunLocks()
     records: list[SuiteRecord] = []
-    try:
-        with ExitStack() as stack:
-            jobs = []
-            for k, (system, request) in enumerate(zip(systems, requests)):
-                system.out_dir.mkdir(parents=True, exist_ok=True)
-                locks.own(system.out_dir)
-                atomic_write_json(system.out_dir / REQUEST, request)
-                atomic_write_json(system.out_dir / CHECK, {"schema": "clonebench.submission-check/v1",
-                                                           "model": system.model,
-                                                           "tasks": [c.as_dict() for c in system.checks]})
-                record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
-                records.append(stack.enter_context(record))  # failed/interrupted recorded on the way out
-                jobs += system_jobs
-            scored = _score(settings, jobs)
-            summaries = []
-            for k, (system, record) in enumerate(zip(systems, records)):
-                for task in suite.tasks:
-                    if (k, task.name) in scored:
-                        metrics = scored[(k, task.name)]
-                        record.task(task.name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
-                _derive(settings, suite, system, record, pair_sets, {**header, "run_name": system.model})
-                results = write_suite_outputs(system.out_dir)
-                record.finish(results.status)
-                summaries.append(_summary(system, suite, pair_sets, results))
-            return summaries
-    finally:
-        locks.release()
+    with open_outputs(systems, requests, resume), ExitStack() as stack:
+        jobs = []
+        for k, (system, request) in enumerate(zip(systems, requests)):
+            record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
+            records.append(stack.enter_context(record))  # failed/interrupted recorded on the way out
+            jobs += system_jobs
+        scored = _score(settings, jobs)
+        summaries = []
+        for k, (system, record) in enumerate(zip(systems, records)):
+            for task in suite.tasks:
+                if (k, task.name) in scored:
+                    metrics = scored[(k, task.name)]
+                    record.task(task.name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
+            _derive(settings, suite, system, record, pair_sets, {**header, "run_name": system.model})
+            results = write_suite_outputs(system.out_dir)
+            record.finish(results.status)
+            summaries.append(_summary(system, suite, pair_sets, results))
+        return summaries

@@ -8,5 +8,6 @@ table (``clonebench report --listening``) shows them beside the predicted MOS.
 
 Modules, in the order a test flows: sources (runs -> clips) -> design (sampling, trials, checks, opaque ids) ->
 audio (resampling, anchor, degraded clip, loudness) -> wording + page (the HTML) -> build (the folder and key);
-then ratings (reading and checking files) -> screening -> stats, agreement -> results -> tables, paper_columns.
+then ratings (reading and checking files) -> screening -> agreement and the raters x items bootstrap
+(clonebench.stats.raters) -> results -> tables, paper_columns.
 """

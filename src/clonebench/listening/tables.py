@@ -78,7 +78,8 @@ def _latex_table(head: list[str], body: list[list[str]]) -> list[str]:
 def latex(summary: dict) -> str:
     head, body, dhead, dbody = _rows(summary)
     lines = _latex_table(head, body) + (_latex_table(dhead, dbody) if dbody else [])
-    return "\n".join(lines + ["% " + n for n in notes(summary)]) + "\n"
+    # notes hold rater ids and exclusion reasons: escaped, so a newline cannot leave the comment line
+    return "\n".join(lines + ["% " + latex_escape(n) for n in notes(summary)]) + "\n"
 
 
 def csv_text(summary: dict) -> str:

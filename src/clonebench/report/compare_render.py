@@ -94,7 +94,7 @@ def markdown(result: dict) -> str:
 def latex(result: dict) -> str:
     out = []
     for metric, entry in result["metrics"].items():
-        title = _title(metric, entry).replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
+        title = latex_escape(_title(metric, entry)).replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
         out += [rf"% {title}", r"\begin{tabular}{lrrll}", r"\toprule", rf"\multicolumn{{5}}{{l}}{{{title}}} \\",
                 r"System & runs & $n$ & mean & 95\,\% CI \\", r"\midrule"]
         for s in entry["systems"]:

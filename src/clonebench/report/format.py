@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_SPECIAL = re.compile(r"[\\&%$#_{}~^]|[\x00-\x1f\x7f]")
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+          "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}  # < > | print as other glyphs in OT1
+_SPECIAL = re.compile(r"[\\&%$#_{}~^<>|]|[\x00-\x1f\x7f]")
 
 
 def latex_escape(text) -> str:

@@ -118,7 +118,8 @@ def markdown(rows: list[dict], columns: list = COLUMNS) -> str:
 
 def latex(rows: list[dict], columns: list = COLUMNS) -> str:
     top, shown = best(rows, columns), shown_columns(rows, columns)
-    header = " & ".join(["Model"] + [h.replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$") for _, h, _ in shown])
+    header = " & ".join(["Model"] + [latex_escape(h).replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
+                                     for _, h, _ in shown])
     lines = [r"\begin{tabular}{l" + "c" * len(shown) + "}", r"\toprule", header + r" \\", r"\midrule"]
     for row in rows:
         cells = []
@@ -133,7 +134,8 @@ def latex(rows: list[dict], columns: list = COLUMNS) -> str:
                 text += r"$^\dagger$"
             cells.append(text)
         lines.append(" & ".join([latex_escape(row["name"])] + cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"] + ["% " + n for n in footnotes(rows)]
+    # footnotes hold labels (listening-test systems, suites): escaped, so a newline cannot leave the comment
+    lines += [r"\bottomrule", r"\end{tabular}"] + ["% " + latex_escape(n) for n in footnotes(rows)]
     return "\n".join(lines) + "\n"
 
 

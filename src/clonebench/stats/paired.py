@@ -1,4 +1,10 @@
-"""Paired deltas with the speaker-cluster bootstrap of scoring_conventions.md."""
+"""Paired deltas with the speaker-cluster percentile bootstrap of the scoring conventions (docs/statistics.md).
+
+The speakers drawn are the ones ``stats.cluster.draw_counts`` draws from the same seed (same generator, same
+stream), but the conventions define each draw's mean as the mean of the drawn speakers' pairs concatenated in
+pick order; ``cluster_bootstrap``'s vectorised mean (cluster sums weighted by counts) rounds differently in the
+last bits. The historical comparison and the suite anchor changes keep the conventions' numbers exactly, so this
+loop stays (tests/unit/test_paired_and_tables.py checks it against an independent reading of the conventions)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,3 @@
+"""RVCBench suites, definition to submission: definition/package (rvcbench's pinned files) -> rows -> inputs ->
+protocol (each task's scoring) -> run (one generate/evaluate run per task; record: suite_manifest.json) ->
+derived_task -> results -> changes, tables, html, outputs, submission (rvcbench's schema). Docs: docs/suites.md."""

@@ -135,6 +135,7 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
     from clonebench.suite.protocol import task_evaluation
     from clonebench.generate.phase import SharedGate
     from clonebench.suite.outputs import write_suite_outputs
+    from clonebench.suite.tables import console_table
 
     for task in suite.tasks:
         task_evaluation(settings.evaluation, suite, task)  # a protocol clonebench cannot score fails now
@@ -164,7 +165,7 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
             _derived(run, task, None, None)
     results = write_suite_outputs(suite_dir)
     return SuiteRunResult(suite_dir, results.status, {t.name: t.status_line() for t in results.tasks},
-                          results.console_text())
+                          console_table(results))
 
 
 @dataclass(frozen=True)

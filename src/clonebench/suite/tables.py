@@ -149,10 +149,12 @@ def latex(results: SuiteResults) -> str:
                 ci = rf"\,{{\scriptsize[{stat.ci[0]:.3f}, {stat.ci[1]:.3f}]}}" if stat.ci else ""
                 cells.append(f"{stat.mean:.3f}{ci}")
         lines.append(" & ".join([latex_escape(task.name), latex_escape(task.status.replace("_", " "))] + cells) + r" \\")
+    # comment lines: every name and reason escaped, so a newline cannot leave the comment
+    suite = results.suite
     lines += [r"\bottomrule", r"\end{tabular}",
-              f"% {results.suite.name}, suite sha256 {results.suite.suite_sha256}, {results.suite.hf_dataset_id} at "
-              f"{results.suite.hf_revision}; mean with 95 % CI"]
-    lines += [f"% {t.name}: {t.reason}" for t in results.tasks if t.reason]
+              "% " + latex_escape(f"{suite.name}: {results.model}, suite sha256 {suite.suite_sha256}, "
+                                  f"{suite.hf_dataset_id} at {suite.hf_revision}; mean with 95 % CI")]
+    lines += ["% " + latex_escape(f"{t.name}: {t.reason}") for t in results.tasks if t.reason]
     return "\n".join(lines) + "\n"
 
 
