@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
-EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev}"
+EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev,docs}"
 case "${CLONEBENCH_CUDA:-}" in
   "") ;;
   12) [[ ",$EXTRAS," == *,cuda12,* ]] || EXTRAS="$EXTRAS,cuda12" ;;
@@ -33,7 +33,7 @@ if ! "$PYTHON" - "$EXTRAS" <<'PY' >/dev/null 2>&1
 import importlib.metadata as md, sys
 md.version("clonebench")
 for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
-             "playwright", "pyloudnorm", "krippendorff", "import-linter"):
+             "playwright", "pyloudnorm", "krippendorff", "import-linter", "mkdocs", "mkdocs-material"):
     md.version(name)
 extras = sys.argv[1].split(",")
 public = lambda name: md.version(name).split("+", 1)[0]   # 2.11.0+cu128 is 2.11.0: a local build is kept

@@ -1,4 +1,4 @@
-"""README "Running a listening test": its five commands, run as printed, on a demo run, with three raters who
+"""docs/listening-tests.md: its five commands, run as printed, on a demo run, with three raters who
 complete the MOS test in headless Chromium between `listening-test` and `listening-results`.
 
 Mapping to local equivalents (nothing else in the commands changes): results/demo/<run> -> a run of the demo

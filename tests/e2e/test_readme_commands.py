@@ -1,10 +1,14 @@
-"""The README's two commands: `make demo` runs the offline demo end to end; `make test` is what CI runs."""
+"""The README's two commands: `make demo` runs the offline demo end to end; `make test` is what CI runs. And the
+coverage of every command printed in a ```text block of README.md or of a page under docs/: each one runs as printed
+in a test (here, or in another e2e file that declares it in README_COMMANDS), or is listed in SKIPPED with the
+reason it cannot run offline."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+from pathlib import Path
 
 from tests.conftest import REPO
 from tests.report_browser import column, open_report
@@ -51,23 +55,36 @@ def test_make_demo_generates_every_pair(tmp_path):
         close()
 
 
-# ---- every command of README.md's ```text blocks: run offline (with a documented mapping) or listed skip ----
+# ---- every command of the ```text blocks of README.md and docs/: run offline (documented mapping) or listed skip ----
+
+def doc_files() -> list[Path]:
+    """Where printed commands live: README.md and every Markdown page of the docs site (docs/**/*.md)."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def text_block_commands_by_file() -> dict[str, list[str]]:
+    """{file relative to the repo: its ```text commands}, for every file of ``doc_files()``."""
+    out = {}
+    for path in doc_files():
+        commands = []
+        for block in re.findall(r"^[ \t]*```text\n(.*?)^[ \t]*```", path.read_text(), re.S | re.M):
+            joined = re.sub(r"\\\n\s*", "", block)
+            for line in joined.splitlines():
+                line = re.sub(r"\s+#\s.*$", "", line).strip()
+                if line:
+                    commands.append(re.sub(r"\s+", " ", line))
+        out[str(path.relative_to(REPO))] = commands
+    return out
+
 
 def text_block_commands() -> list[str]:
-    """Each command of the ```text blocks: continuation lines joined, trailing '# comments' dropped."""
-    text = (REPO / "README.md").read_text()
-    commands = []
-    for block in re.findall(r"```text\n(.*?)```", text, re.S):
-        joined = re.sub(r"\\\n\s*", "", block)
-        for line in joined.splitlines():
-            line = re.sub(r"\s+#\s.*$", "", line).strip()
-            if line:
-                commands.append(re.sub(r"\s+", " ", line))
-    return commands
+    """Each command of the ```text blocks of README.md and docs/ (continuation lines joined, trailing '# comments'
+    dropped), once: a command printed identically on two pages (a README recipe and its docs page) is one command."""
+    return list(dict.fromkeys(c for commands in text_block_commands_by_file().values() for c in commands))
 
 
-# Commands that cannot run offline here, each with its reason. Keep this list small and explicit: a README
-# command that is neither here nor in RUNNABLE fails test_every_readme_command_is_run_or_listed.
+# Commands that cannot run offline here, each with its reason. Keep this list small and explicit: a README or docs
+# command that is neither here nor in RUNNABLE nor run elsewhere fails test_every_readme_command_is_run_or_listed.
 SKIPPED = {
     "/srv/fish-speech/.venv/bin/python scripts/serve_fish_s2.py": "needs a fish-speech checkout and its Python "
         "environment, the S2 checkpoint and a GPU; the launcher runs on a fake checkout in "
@@ -94,8 +111,8 @@ RUNNABLE = (GENERATE, EVALUATE, STATUS, REPORT_HTML, SCREENSHOT)
 
 
 def run_elsewhere() -> dict[str, str]:
-    """README commands run as printed by other e2e test files: each declares README_COMMANDS, a tuple of the
-    command prefixes it runs (fetched from the README with readme_command(prefix), never retyped)."""
+    """README and docs commands run as printed by other e2e test files: each declares README_COMMANDS, a tuple of
+    the command prefixes it runs (fetched from README.md or docs/ with readme_command(prefix), never retyped)."""
     import importlib
 
     found = {}
@@ -108,9 +125,13 @@ def run_elsewhere() -> dict[str, str]:
 
 
 def readme_command(prefix: str) -> str:
-    """The one README command that starts with ``prefix`` (continuation lines joined, comments dropped)."""
+    """The one command of README.md and docs/ that starts with ``prefix`` (continuation lines joined, comments
+    dropped); printed on several pages, it must be printed identically."""
     matches = [c for c in text_block_commands() if c.startswith(prefix)]
-    assert len(matches) == 1, f"README has {len(matches)} commands starting with {prefix!r}"
+    where = {name: [c for c in commands if c.startswith(prefix)]
+             for name, commands in text_block_commands_by_file().items()}
+    assert len(matches) == 1, (f"README.md and docs/ have {len(matches)} different commands starting with "
+                               f"{prefix!r}: {({k: v for k, v in where.items() if v})}")
     return matches[0]
 
 
@@ -128,17 +149,33 @@ def kind(command: str) -> str:
 
 
 def test_every_readme_command_is_run_or_listed():
+    """Every ```text command of README.md and of each docs/ page is run as printed by a test or listed in SKIPPED;
+    and every listed or declared command is still printed somewhere."""
+    by_file = text_block_commands_by_file()
+    assert by_file["README.md"], "README.md has no ```text command"
+    unknown = {name: [c for c in commands if kind(c) == "unknown"] for name, commands in by_file.items()}
+    assert {name: found for name, found in unknown.items() if found} == {}
     commands = text_block_commands()
-    assert [c for c in commands if kind(c) == "unknown"] == []
-    assert {kind(c) for c in commands} >= set(RUNNABLE)  # the runnable ones are still in the README
+    assert {kind(c) for c in commands} >= set(RUNNABLE)  # the runnable ones are still printed
     used = {p for p in SKIPPED if any(c.startswith(p) for c in commands)}
-    assert used == set(SKIPPED), f"SKIPPED lists commands the README no longer has: {set(SKIPPED) - used}"
+    assert used == set(SKIPPED), f"SKIPPED lists commands README.md and docs/ no longer have: {set(SKIPPED) - used}"
     gone = [p for p in run_elsewhere() if not any(c.startswith(p) for c in commands)]
-    assert gone == [], f"e2e tests declare README commands the README no longer has: {gone}"
+    assert gone == [], f"e2e tests declare commands README.md and docs/ no longer have: {gone}"
+    for prefix in [*RUNNABLE, *run_elsewhere()]:
+        readme_command(prefix)  # exactly one command per prefix, however many pages print it
+
+
+def test_text_blocks_are_found_on_every_page_that_has_them():
+    """The extraction reads every page: a docs page with a ```text fence yields commands (no fence is missed)."""
+    by_file = text_block_commands_by_file()
+    for path in doc_files():
+        fences = re.findall(r"^[ \t]*```text$", path.read_text(), re.M)
+        assert bool(fences) == bool(by_file[str(path.relative_to(REPO))]), path
 
 
 def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, demo_dataset):
-    """The README's generate, evaluate_only (+vc.evaluation.device) and status commands, run as subprocesses.
+    """The generate (README recipe, docs/servers.md), evaluate_only (+vc.evaluation.device; docs/scoring.md) and status
+    commands, and the HTML report and its screenshot (docs/report.md), run as subprocesses.
 
     Mapping to local equivalents (nothing else in the commands changes):
       /data/LibriTTS_eval, the libritts16 manifest -> the eSpeak NG demo dataset and its metadata.json;

@@ -1,4 +1,4 @@
-"""README "Scoring a model that is not a server": every command, as printed, then its Python block.
+"""docs/score-folders.md (and the README's recipe): every command, as printed, then docs/python-api.md's Python block.
 
 Local substitutions (nothing else changes): the commands run in a fresh folder holding a copy of the demo dataset at
 ``results/demo/data`` (what ``make demo`` builds); ``clonebench`` is this checkout's CLI (``python -c`` calling
@@ -76,9 +76,8 @@ def test_scoring_a_model_that_is_not_a_server_as_printed(tmp_path, demo_dataset)
     assert len(runs) == 1
     assert _metrics(runs[0]) == _metrics(tmp_path / "scores" / "noclone" / "espeak_demo")
     assert json.loads((runs[0] / "run_manifest.json").read_text())["generation_provenance"]["protocol"] == "external"
-    # the Python block: the numbers of clonebench score
-    section = (REPO / "README.md").read_text().split("## Scoring a model that is not a server")[1].split("\n## ")[0]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    # the Python block of docs/python-api.md: the numbers of clonebench score
+    code = re.search(r"```python\n(.*?)```", (REPO / "docs" / "python-api.md").read_text(), re.S).group(1)
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""README "Scoring a model that is not a server", its rvcbench suite block: every command as printed, in order.
+"""docs/score-folders.md, its rvcbench suite block: every command as printed, in order.
 
 Local substitutions (nothing else in the commands changes): /data/RVCBench -> a synthetic dataset in the RVCBench
 layout (eSpeak NG recordings, ``build_suite_standin`` with every 4th pair of onboarding-v1's libritts and vctk

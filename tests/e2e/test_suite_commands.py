@@ -1,7 +1,7 @@
-"""The README's RVCBench suite commands, run as printed (each fetched with readme_command), end to end: onboarding-v1
-generated against the stand-in and scored, core-v1's chinese and french tasks generated (French references are
-MP3) and resumed with no request, the onboarding suite scored again from its audio, its summary, the paper v3
-table with its row, and `rvcbench compare` reading the two submission.json files.
+"""The RVCBench suite commands of docs/suites.md (and the README's recipe), run as printed (each fetched with
+readme_command), end to end: onboarding-v1 generated against the stand-in and scored, core-v1's chinese and french
+tasks generated (French references are MP3) and resumed with no request, the onboarding suite scored again from its
+audio, its summary, the paper v3 table with its row, and `rvcbench compare` reading the two submission.json files.
 
 Local substitutions (nothing else in the commands changes): /data/RVCBench -> a synthetic dataset in the RVCBench
 layout (eSpeak NG recordings; tests/conftest.py onboarding_standin, and core-v1's chinese and french tasks built the

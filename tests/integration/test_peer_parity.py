@@ -144,7 +144,7 @@ def test_greedy_decoding_is_another_protocol(speech_variants, tiny_whisper_check
     assert as_upstream_prints(text.values["hypothesis"]) != theirs[sid]["predicted_text"].strip()
     assert greedy.protocol()["decoding"] != default.protocol()["decoding"]
     # another fingerprint: compare-check refuses to put a greedy-scored run beside a default one
-    from clonebench.cli.compare_check import differences
+    from clonebench.report.compatibility import differences
     from clonebench.evaluate.scoring import scorer_provenance
     from clonebench.report.tables import ResultTable
 

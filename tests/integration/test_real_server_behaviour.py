@@ -253,7 +253,7 @@ def _vllm_record(tmp_path, build: str) -> Path:
 
 @pytest.mark.parametrize("build, server", [("after-5406", "after-6553"), ("before-5406", "before-5406")])
 def test_effective_sampling_follows_the_recorded_server_build(tmp_path, dataset, build, server):
-    from clonebench.cli.compare_check import differences
+    from clonebench.report.compatibility import differences
     from clonebench.report.tables import ResultTable
 
     record = _vllm_record(tmp_path, build)
@@ -414,7 +414,7 @@ def test_s2cpp_busy_longer_than_the_timeout_spends_the_attempt(tmp_path, dataset
 # --- row 10: gate attempts apart --------------------------------------------------------------------------------
 
 def test_status_counts_gate_attempts_apart_from_samples(tmp_path, dataset, standin):
-    from clonebench.cli.status import summarise
+    from clonebench.runs.status import summarise
 
     status, run_dir = generate_run(tmp_path, dataset, standin.url, "adversary.max_samples=2")
     assert status == RunStatus.GENERATED

@@ -101,7 +101,7 @@ def test_sigkill_then_resume(tmp_path, dataset, point):
             assert sample["audio_sha256"] == finished_before[sample["sample_id"]]["audio_sha256"]
             assert sample["reused_from"] == str(killed_dir)
     # the killed run tells the truth about itself
-    from clonebench.cli.status import summarise
+    from clonebench.runs.status import summarise
     summary = summarise(killed_dir)
     assert summary["status"].startswith("interrupted") and summary["generated"] == len(finished_before)
 

@@ -112,7 +112,7 @@ def _table(precision_value: str, device_name: str, fingerprint: str, **protocol)
 
 
 def test_compare_check_names_mixed_precision_and_accepts_it_when_told():
-    from clonebench.cli.compare_check import differences
+    from clonebench.report.compatibility import differences
 
     gpu, cpu = _table("float16", "cuda:0", "g"), _table("float32", "cpu", "c")
     found = differences(gpu, cpu)

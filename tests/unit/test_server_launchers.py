@@ -138,7 +138,7 @@ def _table(**kw):
 
 
 def test_compare_check_refuses_different_effective_sampling_and_unhonoured_seeds():
-    from clonebench.cli.compare_check import differences
+    from clonebench.report.compatibility import differences
     from clonebench.report.paper import run_rows
 
     assert differences(_table(), _table()) == []

@@ -124,7 +124,7 @@ class Adversary(ABC):
 
     supports_timing: ClassVar[bool] = False
 
-    # request fields the server accepts but never reads (documented per server in the README)
+    # request fields the server accepts but never reads (documented per server in docs/servers.md)
     ignored_fields: ClassVar[frozenset[str]] = frozenset()
     # an HTTP status that means "busy with another synthesis" (resent without spending an attempt)
     busy_status: ClassVar[int | None] = None

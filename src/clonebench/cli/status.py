@@ -1,87 +1,23 @@
-"""Show a run's status, coverage (generated / requested) and the errors of failed samples; for a run with an
-evaluate phase, how far scoring got per scorer group (cached / scored / total, which group was running).
-
-The journal is read as the source of truth, so a run that was killed shows what it really
-finished, even where its run_manifest.json still says "running"; likewise the evaluate phase's durable
-progress file (evaluate/progress.py) and the run's metric cache, for a run killed while scoring. Everything printed comes from files a
-server's answers reached: it is redacted and its control characters are shown as escapes
-(``clonebench.core.redact.shown``), so an error body cannot clear the screen or fake a line.
+"""``clonebench status RUN``: a run's (or a suite run's) status, coverage and errors, read by ``runs/status.py``
+from the journal and the evaluate phase's progress. Everything printed comes from files a server's answers
+reached: it is redacted and its control characters are shown as escapes (``clonebench.core.redact.shown``), so an
+error body cannot clear the screen or fake a line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-from collections import Counter
 from pathlib import Path
 
-from clonebench.core.errors import ClonebenchError
-from clonebench.evaluate.cache import count_records
-from clonebench.evaluate.progress import PROGRESS_NAME, read_progress, unfinished_reason
-from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, gate_attempts, read_events
-from clonebench.generate.recorder import MANIFEST_NAME
-from clonebench.core.records import SampleStatus
-from clonebench.core.redact import redact_value, register_secret, shown
+from clonebench.core.redact import redact_value, shown
+from clonebench.runs.status import summarise, suite_status
+from clonebench.suite.record import is_suite_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run directory results/<run_name>/<stamp>-<id> (or a suite run)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-
-
-def scoring_summary(run_dir: Path) -> dict | None:
-    """The evaluate phase's progress (None when the run has none), with the records each group left in the run's
-    metric cache (durable per record, so possibly ahead of the progress file's last batch)."""
-    progress = read_progress(run_dir)
-    if progress is None:
-        return None
-    for group, entry in progress["groups"].items():
-        if isinstance(entry, dict) and isinstance(entry.get("scorer_fingerprint"), str):
-            entry["records_in_run_cache"] = count_records(run_dir, group, entry["scorer_fingerprint"])
-    progress["summary"] = unfinished_reason(progress) or f"finished: {progress.get('status')}"
-    return progress
-
-
-def summarise(run_dir: Path) -> dict:
-    manifest_path = run_dir / MANIFEST_NAME
-    scoring = scoring_summary(run_dir)
-    if not manifest_path.is_file() and scoring is not None:  # an evaluate-only run: scoring is all it has
-        return {"run_dir": str(run_dir), "scoring": scoring}
-    if not manifest_path.is_file():
-        raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME} and no {PROGRESS_NAME}; is this a run directory?")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    key_env = ((manifest.get("config") or {}).get("adversary") or {}).get("api_key_env")
-    if isinstance(key_env, str) and key_env:
-        register_secret(os.environ.get(key_env))  # in case an older run recorded it
-    journal = run_dir / JOURNAL_NAME
-    events = list(read_events(journal))
-    outcomes = final_outcomes(events)
-    attempts = attempt_counts(events)
-    run_end = [e for e in events if e["event"] == "run_end"]
-    requested = [s["sample_id"] for s in manifest.get("samples", [])]
-    statuses = Counter()
-    errors = []
-    for sample_id in requested:
-        outcome = outcomes.get(sample_id)
-        status = outcome.status.value if outcome else SampleStatus.PENDING.value
-        if outcome and outcome.status == SampleStatus.GENERATING:
-            status = "interrupted_while_generating"
-        statuses[status] += 1
-        if outcome and outcome.status == SampleStatus.GENERATION_FAILED:
-            errors.append({"pair_id": outcome.pair_id, "error_class": outcome.error_class, "error": outcome.error,
-                           "attempts": attempts.get(sample_id, 0)})
-    status = run_end[-1]["status"] if run_end else "interrupted (no run_end in the journal: the process died)"
-    generated = statuses.get(SampleStatus.GENERATED.value, 0)
-    return {"run_dir": str(run_dir), "run_name": manifest.get("run_name"), "status": status,
-            "requested": len(requested), "generated": generated,
-            "coverage": round(generated / len(requested), 4) if requested else 0.0,
-            "statuses": dict(sorted(statuses.items())), "input_failures": manifest.get("input_failures", []),
-            "run_errors": manifest.get("errors", []),
-            "sample_errors": errors, "attempts": sum(attempts.values()),
-            "gate_attempts": gate_attempts(events),
-            "busy_waits": sum(1 for e in events if e["event"] == "server_busy"),
-            "fingerprints": manifest.get("fingerprints", {}), "scoring": scoring}
 
 
 def _say_scoring(say, scoring: dict) -> None:
@@ -97,22 +33,8 @@ def _say_scoring(say, scoring: dict) -> None:
             + (f"; {on_disk} record(s) in the run's metric cache)" if on_disk is not None else ")"))
 
 
-def suite_status(suite_dir: Path) -> dict:
-    """A suite run: its record and each task run's summary (from the task's journal, so a suite still running or
-    killed shows what each task really finished)."""
-    record = json.loads((suite_dir / "suite_manifest.json").read_text(encoding="utf-8"))
-    tasks = {}
-    for name, entry in record.get("tasks", {}).items():
-        task_dir = suite_dir / "tasks" / name
-        tasks[name] = summarise(task_dir) if (task_dir / MANIFEST_NAME).is_file() else {
-            "status": entry.get("reason") or ("derived from " + entry["derived_from"] if entry.get("derived_from")
-                                              else "not started")}
-    return {"suite_dir": str(suite_dir), "suite": record.get("suite", {}).get("suite"), "status": record.get("status"),
-            "errors": record.get("errors", []), "tasks": tasks}
-
-
 def run(args: argparse.Namespace) -> int:
-    if (args.run_dir / "suite_manifest.json").is_file():
+    if is_suite_dir(args.run_dir):
         summary = redact_value(suite_status(args.run_dir))
         if args.json:
             print(json.dumps(summary, indent=2))

@@ -48,7 +48,7 @@ def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> Evalua
     unknown = [m for m in metrics if m not in METRIC_GROUPS]
     if unknown or not metrics:
         raise ConfigError(f"{reader.source}: evaluation.metrics has unknown metric(s) {unknown or '[]'}; known: "
-                          f"{sorted(METRIC_GROUPS)} (mos and emotion_match are unverified scorers: see README)")
+                          f"{sorted(METRIC_GROUPS)} (mos and emotion_match are unverified scorers: see docs/scoring.md)")
     seed = reader.int("evaluation.seed", None, minimum=0, allow_none=True)
     if seed is None:
         seed = UPSTREAM_DEFAULT_SEED if run_seed is None else run_seed
@@ -80,7 +80,7 @@ def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> Evalua
         "stoi": {},
     }
     # read both (an `or` would skip reading evaluation.device when +vc.evaluation.device is given, and the
-    # unread-key check would then refuse the README's own command)
+    # unread-key check would then refuse the documented commands)
     vc_device = reader.str("vc.evaluation.device", None, allow_none=True)
     group_device = reader.str("evaluation.device", None, allow_none=True)
     # one name per device (cuda -> cuda:0), checked here for its form; against the GPUs when scoring starts

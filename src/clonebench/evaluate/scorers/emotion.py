@@ -10,7 +10,7 @@ classified alone with ``classify_batch``; labels must be one of neu, ang, hap, s
 Sources: ``evaluation.emotion.local_dir`` (the five locked files) and ``evaluation.emotion.base_dir`` (the
 ``facebook/wav2vec2-base`` folder the hyperparameters initialise the encoder from, before ``wav2vec2.ckpt``
 replaces its weights; hashed into the provenance, not locked, as upstream), else the hub at the pinned
-revisions when ``allow_hub``. Status: **unverified** (the real weights were never run here; see README).
+revisions when ``allow_hub``. Status: **unverified** (the real weights were never run here; see docs/scoring.md).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ only after their sha256 matched the lock:
 
 The weights' sha256 is not recorded in this repository: it could not be computed here (no network), so the
 lock is ``evaluation.utmos.sha256`` and the scorer refuses to run without it. Status: **unverified** (the real
-weights were never run here; see README).
+weights were never run here; see docs/scoring.md).
 """
 
 from __future__ import annotations
