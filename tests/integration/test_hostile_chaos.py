@@ -111,8 +111,9 @@ def test_a_generate_run_against_every_hostile_answer(tmp_path, dataset, monkeypa
     for sample_id, (fault, outcome, error_class) in zip(starts, HOSTILE):
         attempt = ends[sample_id]
         assert (attempt["outcome"], attempt["error_class"]) == (outcome, error_class), fault
-        if error_class == "AttemptDeadline":
-            assert attempt["duration_s"] < 4.0
+        if error_class == "AttemptDeadline":  # the configured total deadline (adversary.timeout=2) ended it: not
+            # cut before it, and the upper bound only guards against a hang (the drip would take hours)
+            assert "adversary.timeout=2 s" in attempt["error"] and 2.0 <= attempt["duration_s"] < 120
         if error_class == "ResponseTooLarge":
             assert attempt["response_bytes"] <= CAP + 65536
         print(f"{fault['kind']:<16} {attempt['outcome']:<16} {attempt['error_class']:<20} "

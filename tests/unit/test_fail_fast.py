@@ -76,14 +76,17 @@ def test_item_specific_failures_stay_per_sample(monkeypatch, human_speech, tmp_p
 
 
 def test_the_background_stops_when_the_foreground_fails():
-    started, stopped = [], threading.Event()
+    started, inside, stopped = [], threading.Event(), threading.Event()
+    hang_s = 30  # how long either thread waits for the other: a guard against a hang, not a speed
 
     def run_one(group, cache):
         if group == "ecapa":
-            time.sleep(0.3)  # the background is inside its first group meanwhile
+            inside.wait(timeout=hang_s)  # fails once the background is inside its first group
             raise phase.ScorerGroupFailed("ecapa broke")
         started.append(group)
-        for _ in range(100):  # a group scoring batch after batch
+        inside.set()
+        deadline = time.monotonic() + hang_s
+        while time.monotonic() < deadline:  # a group scoring batch after batch
             time.sleep(0.02)
             try:
                 overlap.check_stop()

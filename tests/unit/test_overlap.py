@@ -11,6 +11,7 @@ from clonebench.evaluate.overlap import run_groups, split
 from clonebench.core.hashing import HashCache
 
 BESIDE = {"mcd", "dnsmos"}.__contains__
+HANG_S = 30  # how long a test thread waits for another before giving up: a guard against a hang, not a speed
 
 
 def test_split_keeps_everything_in_front_without_a_foreground():
@@ -30,7 +31,7 @@ def test_background_groups_overlap_and_results_come_in_group_order(tmp_path):
             if {"whisper", "dnsmos"} <= running or {"ecapa", "mcd"} <= running:
                 overlapped.set()
         seen[group] = (threading.current_thread().name, cache)
-        time.sleep(0.2)
+        overlapped.wait(timeout=HANG_S)  # each group ends once a pair has run together (the timeout: a hang guard)
         with lock:
             running.discard(group)
         return f"result {group}"
@@ -67,11 +68,17 @@ def test_background_items_use_one_worker_while_the_foreground_runs(monkeypatch):
     monkeypatch.setattr(overlap.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert overlap.spare_cores() == 3
     seen = []
+    checked = threading.Event()
 
     def run_one(group, cache):
+        if group == "ecapa":
+            checked.wait(timeout=HANG_S)  # the foreground runs until the background has looked (a hang guard)
         if group == "dnsmos":
             seen.append(overlap.spare_cores())
-            time.sleep(0.3)  # still running when the foreground ends
+            checked.set()
+            deadline = time.monotonic() + HANG_S  # still running when the foreground ends: wait for it to end
+            while overlap.spare_cores() == 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
             seen.append(overlap.spare_cores())
         return group
 
@@ -85,11 +92,17 @@ def test_groups_that_do_not_share_cores_run_alone_first():
 
     log = []
     lock = threading.Lock()
+    mcd_started = threading.Event()
 
     def run_one(group, cache):
         with lock:
             log.append(("start", group))
-        time.sleep(0.15)
+        if group == "mcd":
+            mcd_started.set()
+        elif group == "whisper":
+            mcd_started.wait(timeout=HANG_S)  # whisper ends once mcd has started beside it (a hang guard)
+        else:  # ecapa: an mcd started beside it would show here; a pass never depends on how long this is
+            mcd_started.wait(timeout=0.15)
         with lock:
             log.append(("end", group))
         return group

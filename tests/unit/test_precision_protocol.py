@@ -80,7 +80,7 @@ def test_threads_enter_the_fingerprint_only_where_they_change_numbers(monkeypatc
 
     cache = HashCache(None)
     ecapa_cpu, ecapa_gpu = EcapaScorer({"threshold": 0.25}, "cpu", cache), EcapaScorer({"threshold": 0.25}, "cuda:0", cache)
-    assert phase.fingerprint_threads(ecapa_cpu, False, 16) == 16  # measured: 1 vs 2 threads differ (thread test)
+    assert phase.fingerprint_threads(ecapa_cpu, False, 16) == 16  # torch on a CPU: numbers may follow the count
     assert phase.fingerprint_threads(ecapa_gpu, False, 16) is None
     assert phase.fingerprint_threads(MCDScorer({}, "cpu", cache), False, 16) is None
     assert phase.fingerprint_threads(DNSMOSScorer({}, "cpu", cache), True, 16) is None

@@ -60,7 +60,7 @@ class Scorer(ABC):
     # CPU-only and CPU-bound: may be scored in the process pool beside the GPU groups (evaluate/cpu_pool.py)
     cpu_bound: ClassVar[bool] = False
     # on a CPU its numbers may change with the thread count (torch, CTranslate2 GEMMs): the count used is then
-    # part of the fingerprint (evaluate/device.py; tests/integration/test_thread_dependence.py)
+    # part of the fingerprint (evaluate/device.py), checked by tests/integration/test_thread_dependence.py
     threads_change_numbers: ClassVar[bool] = True
 
     def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):

@@ -6,7 +6,7 @@ fingerprints and caches; ``cuda:N`` is checked against ``torch.cuda.device_count
 Execution facts are split in two. The fingerprinted ones decide numbers: device, torch/CUDA/cuDNN versions, the
 machine; on a GPU its name, compute capability, the driver release and the precision flags in force
 (evaluate/precision.py); on a CPU the thread count, for the scorers whose numbers depend on it
-(``Scorer.threads_change_numbers``, shown by tests/integration/test_thread_dependence.py). The recorded-only
+(``Scorer.threads_change_numbers``; tests/integration/test_thread_dependence.py checks that exactly those carry it). The recorded-only
 ones do not: core count, GPU memory, and the thread count wherever the numbers do not depend on it (the GPU
 scorers on a GPU, whose CPU-side audio features are thread-independent; DNSMOS and MCD, which compute on fixed
 single threads), so GPU shards scored on nodes with different core counts merge.

@@ -7,8 +7,9 @@ confines them to one. Measured on a 2-core CPU: faster-whisper about 1.4x slower
 
 numpy's BLAS (OpenBLAS) splits a matrix product differently for each thread count, and the audio features that
 feed two scorers are such products: faster-whisper's log-mel (``filters @ magnitudes``) and DNSMOS's P.808
-mel spectrogram differ in their last bits between 1 and 2 BLAS threads (measured; tests/integration/
-test_thread_dependence.py), so their scores would follow the host's core count, on a GPU host too. Scoring
+mel spectrogram can differ in their last bits between 1 and 2 BLAS threads (they did on the 2-core machine the
+project was measured on; whether they do is a fact about the host's BLAS, which tests/integration/
+test_thread_dependence.py records), so their scores could follow the host's core count, on a GPU host too. Scoring
 therefore pins numpy's BLAS to one thread for the rest of the process (threadpoolctl; the products are small,
 the models keep their own thread pools), as the CPU pool's workers are (evaluate/cpu_pool.py).
 """
