@@ -24,8 +24,8 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from clonebench.runs.pipeline import main as pipeline_main  # noqa: E402
 from clonebench.config.compose import register_resolvers  # noqa: E402
+from clonebench.runs.pipeline import main as pipeline_main  # noqa: E402
 
 register_resolvers()
 

@@ -59,8 +59,8 @@ def _spin(n: int) -> float:
 
 def machine_scaling(n: int = 20_000_000) -> float:
     """Throughput of 2 processes running a pure-Python loop at once vs 1 alone (2.0 = two free cores)."""
-    from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_spin, [1000, 1000]))  # both started

@@ -157,9 +157,9 @@ def run_loop(work: Path, pairs_file: Path, models: Path, index: int) -> dict:
 
 def prepare_models(work: Path) -> Path:
     """The ECAPA and faster-whisper base folders on disk, as an upstream user has them (from the wheels)."""
+    from clonebench.core.hashing import HashCache
     from clonebench.evaluate.assets import release, resolve
     from clonebench.evaluate.locks import ECAPA, FASTER_WHISPER_BASE
-    from clonebench.core.hashing import HashCache
 
     models = work / "models"
     cache = HashCache(work / "cache" / "file_sha256.sqlite")

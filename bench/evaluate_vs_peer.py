@@ -71,12 +71,11 @@ def peer_worker(spec: dict) -> None:
     os.environ["RVCBENCH_ASSET_DIR"] = spec["peer_assets"]
     stop = _probe.start_sampler()
     _probe.mark("start-up")
-    from rvcbench import metrics
-
-    import rvcbench.evaluation.scorers.speaker  # noqa: F401 - imported so that the probe wraps its classes
     import rvcbench.evaluation.scorers.mcd  # noqa: F401
+    import rvcbench.evaluation.scorers.speaker  # noqa: F401 - imported so that the probe wraps its classes
     import rvcbench.evaluation.scorers.stoi  # noqa: F401
     import rvcbench.evaluation.scorers.wer  # noqa: F401
+    from rvcbench import metrics
 
     if spec.get("probe"):
         _probe.install()

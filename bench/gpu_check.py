@@ -74,9 +74,9 @@ class Checker:
 
     def score(self, group: str, device: str, items, batch: int, options: dict, pool=None, run_dir=None):
         """clonebench's run_group: (provenance, {sample: values}, {sample: error})."""
+        from clonebench.core.hashing import HashCache
         from clonebench.evaluate.cache import MetricCache
         from clonebench.evaluate.scoring import run_group
-        from clonebench.core.hashing import HashCache
 
         self.runs += 1
         settings = SimpleNamespace(evaluation=SimpleNamespace(scorer_options=options, batch_size=batch))
@@ -272,8 +272,8 @@ def main() -> int:
     clips, texts = setup.speech(args.pack)
     (work / "wavs").mkdir()
     wavs = setup.variants(clips, work / "wavs")
-    from clonebench.evaluate.base import ScoreItem
     from clonebench.core.hashing import sha256_file
+    from clonebench.evaluate.base import ScoreItem
 
     checker.items = [ScoreItem(sample_id=f"{k:03d}", pair_id=f"{k:03d}", speaker_id="s", generated_path=path,
                                generated_sha256=sha256_file(path), target_path=wavs[(k + 7) % len(wavs)][0],

@@ -51,9 +51,9 @@ def measure(scorer, work, batch_size: int) -> dict:
 
 
 def run_device(device: str, count: int, batch_size: int) -> dict:
+    from clonebench.core.hashing import HashCache
     from clonebench.evaluate.scorers.ecapa import EcapaScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer
-    from clonebench.core.hashing import HashCache
 
     work = items(count)
     out = {}

@@ -51,12 +51,12 @@ def peer_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, note)
     """clonebench's scorers vs rvcbench 2.2.1's, pair by pair; then the aggregates."""
     import whisper
 
-    from clonebench.stats.utterance import summarise
+    from clonebench.core.hashing import HashCache, sha256_file
     from clonebench.evaluate.scorers.ecapa import EcapaScorer
     from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.evaluate.scorers.stoi import STOIScorer
     from clonebench.evaluate.scorers.whisper_openai import OpenAIWhisperScorer
-    from clonebench.core.hashing import HashCache, sha256_file
+    from clonebench.stats.utterance import summarise
     from tests.conftest import score_item
     from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, one_torch_thread, peer_row, stage_ecapa
     from tests.tiny_models import write_tiny_openai_whisper
@@ -133,10 +133,10 @@ def library_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, no
     import speechmos.dnsmos
     from faster_whisper import WhisperModel
 
+    from clonebench.core.hashing import HashCache
     from clonebench.evaluate.sample_seed import scoring_seed
     from clonebench.evaluate.scorers.dnsmos import DNSMOSScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer
-    from clonebench.core.hashing import HashCache
     from tests.conftest import score_item
 
     items = [score_item(g["path"], t["path"], text=g["text"], sample_id=sample_id(k)) for k, (t, g) in enumerate(pairs)]
@@ -209,8 +209,8 @@ def previous_batched_sim(scorer, items, budget_s: int = 8) -> list[float]:
 
 
 def throughput(clips: list[dict], device: str, repeat: int, batch_size: int = 8) -> dict:
-    from clonebench.evaluate.scorers.ecapa import EcapaScorer
     from clonebench.core.hashing import HashCache
+    from clonebench.evaluate.scorers.ecapa import EcapaScorer
     from tests.conftest import score_item
 
     n = len(clips)

@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from clonebench.core.atomic import atomic_write_json  # noqa: E402
-from clonebench.data.manifest import ROW_FIELDS, parse_row  # noqa: E402
 from clonebench.data.identity import sample_id  # noqa: E402
+from clonebench.data.manifest import ROW_FIELDS, parse_row  # noqa: E402
 
 DEFAULT_REFERENCE = REPO.parent / "shared" / "reference" / "libritts16_v1_pairs.json"
 OUTPUT = REPO / "reproduction" / "subsets" / "libritts16_v1" / "metadata.json"

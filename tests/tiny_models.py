@@ -79,8 +79,8 @@ def write_tiny_utmos(folder: Path) -> str:
     """A SpeechMOS-shaped folder; returns the sha256 of its weights (offset 2.0: mos = seconds + 2)."""
     import torch
 
-    from clonebench.evaluate.scorers.utmos import WEIGHTS
     from clonebench.core.hashing import sha256_file
+    from clonebench.evaluate.scorers.utmos import WEIGHTS
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "hubconf.py").write_text(UTMOS_HUBCONF)

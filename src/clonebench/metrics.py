@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clonebench.core.hashing import HashCache, sha256_file
 from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for
-from clonebench.core.hashing import HashCache, sha256_file
 
 METRICS = tuple(METRIC_GROUPS)
 ALIASES = {"speechmos": "mos", "emotion": "emotion_match"}

@@ -56,8 +56,8 @@ def run(command: str, tmp, run_dir) -> subprocess.CompletedProcess:
 def test_readme_listening_test_commands_run_as_printed(demo_runs):
     import playwright.sync_api as playwright_api
 
-    from clonebench.report.browser import launch
     from clonebench.listening.ratings import load_key
+    from clonebench.report.browser import launch
     from tests.listening_browser import complete, key_policy
 
     tmp, scored, _ = demo_runs

@@ -12,7 +12,6 @@ import pytest
 import soundfile as sf
 
 from clonebench.core.errors import ManifestError
-
 from tests.conftest import REPO, files_under, generate_run, journal, load_manifest
 
 

@@ -21,7 +21,6 @@ import pytest
 
 from clonebench.data.audio import validate_wav
 from clonebench.standin import running_standin
-
 from tests.conftest import REPO
 
 SEED = 20261130

@@ -11,13 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from clonebench.core.hashing import HashCache
 from clonebench.evaluate import overlap
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.cpu_pool import POOL_MIN_ITEMS, CpuPool, pool_workers
 from clonebench.evaluate.registry import scorer_class
 from clonebench.evaluate.scoring import run_group
-from clonebench.core.hashing import HashCache
-
 from tests.conftest import score_item
 
 GROUPS = ("mcd", "dnsmos", "stoi")

@@ -13,7 +13,6 @@ import pytest
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.records import RunStatus
-
 from tests.conftest import generate_run, journal, load_manifest
 
 NO_GATE = "adversary.reference_check=false"

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from clonebench.standin import running_standin
-
 from tests.conftest import REPO, generate_run
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,6 @@ import pytest
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.runs.pipeline import run
-
 from tests.conftest import compose
 
 FAST = ["evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",
@@ -111,9 +110,9 @@ def test_refuses_a_folder_that_is_not_a_run_and_other_pairs(scored, demo_dataset
 
 
 def test_device_is_part_of_the_fingerprint(monkeypatch):
+    from clonebench.core.hashing import HashCache
     from clonebench.evaluate import scoring as phase
     from clonebench.evaluate.scorers.mcd import MCDScorer
-    from clonebench.core.hashing import HashCache
 
     scorer = MCDScorer({}, "cpu", HashCache(None))
     on_cpu = phase.scorer_provenance(scorer, 8)["fingerprint"]

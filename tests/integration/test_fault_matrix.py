@@ -8,7 +8,6 @@ import pytest
 from clonebench.core.errors import ReferenceIgnoredError, ServerNotReadyError
 from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
-
 from tests.conftest import generate_run, journal, load_manifest
 
 PROTOCOLS = {  # adversary -> stand-in protocol, route, overrides, requests its reference check sends first

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from clonebench.standin.process import start_process
-
 from tests.conftest import REPO, journal, load_manifest
 
 KEY = "sk-chaos-" + "5a1t3d9e0f7b2c48"

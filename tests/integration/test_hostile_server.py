@@ -11,7 +11,6 @@ import pytest
 from clonebench.cli.main import main as cli_main
 from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
-
 from tests.conftest import generate_run, journal, load_manifest
 
 CAP = 4_000_000  # a small adversary.max_response_bytes keeps these tests quick; the hostile bodies are 2 GiB+

@@ -12,10 +12,8 @@ import pytest
 from clonebench.cli.main import main as cli
 from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import compose
 from tests.report_browser import column, open_report
-
 
 HOSTILE_TEXT = "Glue the sheet <script>window.__pwned = 1</script> to the dark blue background."
 HOSTILE_LABEL = "A</script><!-- <b>run"

@@ -17,7 +17,6 @@ import pytest
 
 from clonebench.cli.main import main as cli
 from clonebench.listening.ratings import check_sheet, load_key
-
 from tests.listening_browser import answer_trial, complete, key_policy, shown_clips, watch
 from tests.listening_runs import generation_runs
 

@@ -17,7 +17,6 @@ from clonebench.listening.build import build_test
 from clonebench.listening.integrity import sealed
 from clonebench.listening.ratings import load_key
 from clonebench.listening.results import write_results
-
 from tests.listening_runs import generation_runs
 from tests.listening_sim import Population, expected_mean
 

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from clonebench.evaluate import transcript, wer_text
 from clonebench.core.hashing import HashCache, sha256_file
-
+from clonebench.evaluate import transcript, wer_text
 from tests.conftest import score_item
 from tests.peer import one_torch_thread
 

@@ -63,8 +63,8 @@ def test_features_equal_pymcd_features(human_speech):
 
 
 def test_scorer_equals_pymcd_with_shared_targets(speech_pairs):
-    from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.core.hashing import HashCache
+    from clonebench.evaluate.scorers.mcd import MCDScorer
     from tests.conftest import score_item
 
     reference = Calculate_MCD(MCD_mode="dtw")

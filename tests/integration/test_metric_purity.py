@@ -13,11 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from clonebench.core.hashing import HashCache
+from clonebench.data.selection import shard_of
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.scoring import run_group
-from clonebench.data.selection import shard_of
-from clonebench.core.hashing import HashCache
-
 from tests.conftest import score_item
 
 GROUPS = ("ecapa", "whisper", "dnsmos", "stoi", "mcd")

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from clonebench.evaluate import chunk
 from clonebench.core.hashing import HashCache
-
+from clonebench.evaluate import chunk
 from tests.conftest import score_item
 
 

@@ -14,9 +14,8 @@ import subprocess
 
 import pytest
 
-from clonebench.evaluate import transcript, zh_text
 from clonebench.core.hashing import HashCache
-
+from clonebench.evaluate import transcript, zh_text
 from tests.conftest import score_item
 from tests.unit.test_text_rules import upstream_score
 

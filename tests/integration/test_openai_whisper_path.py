@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.evaluate.assets import AssetError
 from clonebench.core.hashing import HashCache, sha256_file
-
+from clonebench.evaluate.assets import AssetError
 from tests.conftest import score_item
 from tests.peer import one_torch_thread
 

@@ -17,7 +17,6 @@ import hashlib
 import pytest
 
 from clonebench.core.hashing import HashCache, sha256_file
-
 from tests.conftest import VARIANT_KINDS, score_item
 from tests.peer import PeerPool, as_upstream_prints, evaluate_with_peer, one_torch_thread, peer_row
 
@@ -144,8 +143,8 @@ def test_greedy_decoding_is_another_protocol(speech_variants, tiny_whisper_check
     assert as_upstream_prints(text.values["hypothesis"]) != theirs[sid]["predicted_text"].strip()
     assert greedy.protocol()["decoding"] != default.protocol()["decoding"]
     # another fingerprint: compare-check refuses to put a greedy-scored run beside a default one
-    from clonebench.report.compatibility import differences
     from clonebench.evaluate.scoring import scorer_provenance
+    from clonebench.report.compatibility import differences
     from clonebench.report.tables import ResultTable
 
     def table(scorer):

@@ -17,10 +17,9 @@ import shutil
 import pytest
 
 from clonebench.cli.main import main as cli
+from clonebench.core.errors import ClonebenchError
 from clonebench.external.pair_sets import from_manifest
 from clonebench.external.prompts import batch_list, prompt_entries
-from clonebench.core.errors import ClonebenchError
-
 from tests.conftest import LIBRITTS16
 
 
@@ -125,9 +124,9 @@ def test_suite_prompts_equal_the_peer_exporter_on_onboarding_v1(onboarding_stand
     included (a task selection changes its sha256 and label as rvcbench's does); no target is exported."""
     from rvcbench.benchmark.submission import export_prompts
 
+    from clonebench.core.hashing import sha256_file
     from clonebench.suite.definition import load_suite
     from clonebench.suite.rows import task_rows
-    from clonebench.core.hashing import sha256_file
 
     folder, data = onboarding_standin / "suite" / "onboarding_v1", onboarding_standin / "dataset"
     theirs, ours = tmp_path / "theirs", tmp_path / "ours"

@@ -9,10 +9,9 @@ import httpx
 import pytest
 
 from clonebench.adversary.s2cpp_http import multipart
-from clonebench.data.audio import validate_wav
 from clonebench.core.records import RunStatus
+from clonebench.data.audio import validate_wav
 from clonebench.standin import running_standin
-
 from tests.conftest import generate_run, journal, load_manifest
 
 

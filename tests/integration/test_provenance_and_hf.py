@@ -7,7 +7,6 @@ import json
 import pytest
 
 from clonebench.core.records import RunStatus
-
 from tests.conftest import generate_run, load_manifest
 
 
@@ -61,8 +60,8 @@ def test_hf_dataset_folder(tmp_path, dataset, standin):
     table = table.cast_column("prompt_audio", datasets.Audio(decode=False))
     table = table.cast_column("target_audio", datasets.Audio(decode=False))
     table.save_to_disk(str(tmp_path / "hf"))
-    from tests.conftest import compose
     from clonebench.runs.pipeline import run
+    from tests.conftest import compose
 
     cfg = compose("ots_vc/clean/libritts/fish_audio_s2_ots", [
         f"paths.results_dir={tmp_path / 'results'}", f"dataset.hf_path={tmp_path / 'hf'}",

@@ -23,7 +23,6 @@ from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
 from clonebench.standin.server import StandinServer
-
 from tests.conftest import REPO, generate_run, journal, load_manifest
 
 OPENAI = ("adversary=openai_speech",)
@@ -223,10 +222,11 @@ def test_openai_sampling_is_sent_in_extra_params_and_recorded(tmp_path, dataset)
                 "max_new_tokens": 2048, "server_build": "unknown (no service record from scripts/serve_vllm_omni.py)"}
     assert manifest["effective_sampling"] == expected
     assert manifest["generation_fingerprint_fields"]["effective_sampling"] == expected
-    from clonebench.adversary.openai_speech import OpenAISpeech
-    from clonebench.adversary.base import SynthesisInput
-    from clonebench.config.settings import read_settings
     from omegaconf import OmegaConf
+
+    from clonebench.adversary.base import SynthesisInput
+    from clonebench.adversary.openai_speech import OpenAISpeech
+    from clonebench.config.settings import read_settings
 
     settings = read_settings(OmegaConf.create(manifest["config"]), "manifest")
     body = json.loads(OpenAISpeech(settings.client, settings.adversary_params).prepare(

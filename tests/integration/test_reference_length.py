@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from clonebench.core.errors import ManifestError
-
 from tests.conftest import generate_run, load_manifest
 
 

@@ -12,7 +12,6 @@ import pytest
 from clonebench.cli.main import main as cli
 from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import REPO, compose
 
 COMMON = ["evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",

@@ -12,10 +12,9 @@ from clonebench.cli.main import main as cli
 from clonebench.cli.report_cmd import add_arguments
 from clonebench.cli.report_cmd import run as report
 from clonebench.core.errors import ClonebenchError
-from clonebench.runs.pipeline import run
 from clonebench.report.rtf import load_timing
+from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import compose, generate_run
 
 

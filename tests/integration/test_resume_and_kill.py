@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from clonebench.data.audio import validate_wav
 from clonebench.core.errors import ResumeError
 from clonebench.core.hashing import sha256_file
 from clonebench.core.records import RunStatus
+from clonebench.data.audio import validate_wav
 from clonebench.standin import running_standin
-
 from tests.conftest import REPO, generate_run, journal, load_manifest
 
 NO_GATE = "adversary.reference_check=false"

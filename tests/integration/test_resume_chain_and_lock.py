@@ -11,7 +11,6 @@ from omegaconf import OmegaConf
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.records import RunStatus
 from clonebench.standin import running_standin
-
 from tests.conftest import compose, generate_run, journal, load_manifest
 from tests.integration.test_resume_and_kill import NO_GATE, _events, _generated, _start, _wait_for
 

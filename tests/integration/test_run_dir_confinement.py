@@ -16,7 +16,6 @@ import pytest
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.core.records import RunStatus
-
 from tests.conftest import compose, generate_run, journal, load_manifest
 
 NO_GATE = "adversary.reference_check=false"
@@ -85,9 +84,9 @@ def test_resume_revalidates_reused_audio_as_wav(tmp_path, dataset, standin):
 
 @pytest.mark.parametrize("how", ["absolute", "dotdot", "symlink"])
 def test_evaluate_inputs_refuse_audio_outside_the_source_run(tmp_path, dataset, standin, how):
+    from clonebench.config.settings import read_settings
     from clonebench.data.selection import load_samples
     from clonebench.evaluate.inputs import load_requested
-    from clonebench.config.settings import read_settings
 
     status, first = generate_run(tmp_path, dataset, standin.url, NO_GATE, run_dir=tmp_path / "results" / "first")
     sample_id, outside = _escape(first, tmp_path / "elsewhere" / "planted.wav", how)
@@ -101,8 +100,8 @@ def test_evaluate_inputs_refuse_audio_outside_the_source_run(tmp_path, dataset, 
 
 @pytest.mark.parametrize("how", ["dotdot", "absolute"])
 def test_merge_writes_only_inside_its_output(tmp_path, dataset, standin, how):
-    from clonebench.runs.pipeline import run
     from clonebench.runs.merge import merge
+    from clonebench.runs.pipeline import run
 
     sweep = tmp_path / "sweep"
     cfg = compose("demo", [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={dataset / 'metadata.json'}",
@@ -127,8 +126,8 @@ def test_merge_writes_only_inside_its_output(tmp_path, dataset, standin, how):
 
 
 def test_merge_refuses_to_replace_a_folder_that_is_not_a_merge(tmp_path, dataset, standin):
-    from clonebench.runs.pipeline import run
     from clonebench.runs.merge import merge
+    from clonebench.runs.pipeline import run
 
     sweep = tmp_path / "sweep"
     cfg = compose("demo", [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={dataset / 'metadata.json'}",

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from clonebench.core.atomic import atomic_write_json
 from clonebench.cli.main import main as cli
+from clonebench.core.atomic import atomic_write_json
 from clonebench.stats.holm import holm
 
 SCORING = ["--config-name", "demo", "evaluation.whisper.model=tiny.en", "evaluation.metrics=[sim,sva,wer,mcd]"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 
 from clonebench.core.hashing import HashCache
-
 from tests.conftest import VARIANT_KINDS, score_item
 
 SIM_TOLERANCE = 1e-5

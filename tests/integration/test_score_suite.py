@@ -23,7 +23,6 @@ import pytest
 import soundfile as sf
 
 from clonebench.cli.main import main as cli
-
 from tests.conftest import REPO
 
 DEMO = ["--config-name", "demo", "evaluation.whisper.model=tiny.en", "evaluation.metrics=[sim]"]
@@ -159,7 +158,6 @@ def test_two_models_become_suite_runs_that_rvcbench_compare_reads(small_onboardi
 @pytest.mark.timeout(2400)
 def test_a_derived_task_is_made_from_the_submitted_clips(tmp_path, capsys):
     from clonebench.demo.suite_dataset import build_suite_standin
-
     from tests.tiny_models import write_tiny_utmos
 
     folder = build_suite_standin("core-v1", tmp_path / "core", ["compression-narrowband"], every=12)

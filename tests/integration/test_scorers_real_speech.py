@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clonebench.evaluate.wer_text import utterance_wer
 from clonebench.core.hashing import HashCache
-
+from clonebench.evaluate.wer_text import utterance_wer
 from tests.conftest import score_item
 
 ECAPA_OPTIONS = {"threshold": 0.25, "local_dir": None, "allow_hub": False}

@@ -11,7 +11,6 @@ import pytest
 
 from clonebench.core.records import RunStatus
 from clonebench.standin.process import start_process
-
 from tests.conftest import generate_run, journal, load_manifest
 
 

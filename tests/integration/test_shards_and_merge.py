@@ -13,10 +13,9 @@ import pytest
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.data.selection import shard_of
-from clonebench.runs.pipeline import run
 from clonebench.runs.merge import merge
+from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import REPO, compose
 
 COMMON = ["adversary.reference_check=false", "evaluation.metrics=[sim]", "evaluation.ecapa.allow_hub=false",

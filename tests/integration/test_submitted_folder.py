@@ -12,9 +12,9 @@ import soundfile as sf
 
 from clonebench.cli.main import main as cli
 from clonebench.data.manifest import Selection
+from clonebench.demo.dataset import scale_manifest
 from clonebench.external.pair_sets import from_manifest
 from clonebench.external.submitted import check_folder
-from clonebench.demo.dataset import scale_manifest
 
 
 def _wav(path, data, rate=24000, subtype="PCM_16"):

@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from clonebench.core.errors import ClonebenchError
-
 from tests.conftest import OFFLINE_SCORERS, suite_run
 from tests.tiny_models import write_tiny_utmos
 

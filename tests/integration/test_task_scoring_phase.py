@@ -12,7 +12,6 @@ import pytest
 from clonebench.core.errors import DependencyError
 from clonebench.evaluate import zh_text
 from clonebench.runs.pipeline import run
-
 from tests.conftest import compose
 
 pytestmark = pytest.mark.slow

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from clonebench.data.audio import validate_wav
 from clonebench.core.errors import ClonebenchError, ConfigError
-from clonebench.runs.pipeline import run
 from clonebench.core.records import RunStatus
+from clonebench.data.audio import validate_wav
+from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import compose, generate_run, load_manifest
 
 

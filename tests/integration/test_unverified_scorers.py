@@ -12,12 +12,11 @@ import pytest
 import soundfile as sf
 
 from clonebench.cli.main import main as cli
+from clonebench.core.hashing import HashCache
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.scorers import emotion, utmos
-from clonebench.core.hashing import HashCache
 from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
-
 from tests.conftest import compose, score_item
 from tests.tiny_models import write_tiny_emotion, write_tiny_utmos
 

@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
+from clonebench.core.hashing import HashCache
 from clonebench.evaluate.assets import Asset, AssetError, WheelSource, release, resolve
 from clonebench.evaluate.locks import DNSMOS, ECAPA, FASTER_WHISPER_BASE
-from clonebench.core.hashing import HashCache
 
 
 def _asset(lock):

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
+from clonebench.core.errors import ManifestError
 from clonebench.data import manifest as manifest_module
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.core.errors import ManifestError
 
 
 def test_unchanged_files_are_not_read_again(dataset, tmp_path, monkeypatch):

@@ -5,10 +5,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from clonebench.config.settings import read_settings
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
-from clonebench.config.settings import read_settings
-
 from tests.conftest import CONFIGS, compose
 
 PRIMARY = sorted(

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import pytest
 
 from clonebench.cli import doctor, doctor_gpu
-
 from tests.conftest import REPO
 from tests.unit.test_gpu_device import CU130, fake_torch
 

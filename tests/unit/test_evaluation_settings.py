@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from clonebench.config.settings import read_settings
-
 from tests.conftest import compose
 
 OTS = "ots_vc/clean/libritts/fish_audio_s2_ots"

@@ -63,8 +63,8 @@ def test_resolve_device_here(caplog, monkeypatch):
 
 
 def test_settings_normalise_the_device_and_name_the_key():
-    from tests.conftest import compose
     from clonebench.config.settings import read_settings
+    from tests.conftest import compose
 
     assert read_settings(compose("demo", ["+vc.evaluation.device=cuda"]), "demo").evaluation.device == "cuda:0"
     assert read_settings(compose("demo", ["evaluation.device=CUDA:3"]), "demo").evaluation.device == "cuda:3"

@@ -13,8 +13,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from clonebench.core.config_reader import ConfigReader
-from clonebench.data.manifest import Selection, build_samples
 from clonebench.core.errors import ConfigError, ManifestError
+from clonebench.data.manifest import Selection, build_samples
 
 
 def _pairs(data: Path) -> list[dict]:

@@ -1,10 +1,9 @@
 import hashlib
 import json
 
+from clonebench.core.records import PairRow
 from clonebench.data.identity import input_fingerprint, sample_id
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.core.records import PairRow
-
 from tests.conftest import LIBRITTS16
 
 EXPECTED_SEEDS = [131, 140, 218, 226, 597, 609, 661, 680, 692, 708, 1096, 1115, 1354, 1387, 1897, 1925]

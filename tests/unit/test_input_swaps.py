@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from clonebench.data.audio_cache import AudioCheckCache
-from clonebench.data.manifest import Selection, build_samples
 from clonebench.core.errors import ClonebenchError, ManifestError
 from clonebench.core.records import RunStatus
+from clonebench.data.audio_cache import AudioCheckCache
+from clonebench.data.manifest import Selection, build_samples
 
 
 def _rewrite_in_place(path, data: bytes) -> None:

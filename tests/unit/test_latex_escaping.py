@@ -16,7 +16,6 @@ import pytest
 
 from clonebench.report.format import latex_escape
 from clonebench.report.tables import ResultTable
-
 from tests.unit.test_listening_paper_columns import summary as listening_summary
 from tests.unit.test_suite_results import fake_suite
 

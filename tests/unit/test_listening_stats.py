@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 from clonebench.listening import agreement
-
 from clonebench.stats import raters as stats
-
 from tests.listening_sim import expected_mean
 
 nan = np.nan

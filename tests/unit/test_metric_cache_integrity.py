@@ -242,9 +242,8 @@ def test_the_evaluate_phase_logs_damage_once_per_group(tmp_path, caplog):
     import numpy as np
     import soundfile as sf
 
-    from clonebench.evaluate.scoring import run_group
     from clonebench.core.hashing import HashCache
-
+    from clonebench.evaluate.scoring import run_group
     from tests.conftest import score_item
 
     rng = np.random.default_rng(0)

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from clonebench.evaluate.overlap import run_groups, split
 from clonebench.core.hashing import HashCache
+from clonebench.evaluate.overlap import run_groups, split
 
 BESIDE = {"mcd", "dnsmos"}.__contains__
 HANG_S = 30  # how long a test thread waits for another before giving up: a guard against a hang, not a speed

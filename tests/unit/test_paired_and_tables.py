@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from clonebench.report.compare import IncomparableError, compare
-from clonebench.stats.paired import speaker_cluster_ci
 from clonebench.report.tables import ResultTable, load_plain
-
+from clonebench.stats.paired import speaker_cluster_ci
 from tests.conftest import REPO
 
 HISTORICAL = REPO / "reproduction" / "historical" / "fish_s2_http_libritts16.json"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from clonebench.cli.main import main as cli
-
 from tests.unit.test_suite_results import fake_suite
 
 V3_TASKS = ["english-libritts", "audioshift", "chinese", "crosslingual"]

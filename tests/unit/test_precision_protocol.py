@@ -8,10 +8,9 @@ import functools
 
 import pytest
 
+from clonebench.core.hashing import HashCache
 from clonebench.evaluate import cuda_env, device, precision
 from clonebench.evaluate import scoring as phase
-from clonebench.core.hashing import HashCache
-
 from tests.unit.test_gpu_device import fake_torch
 
 WHISPER = {"backend": "faster_whisper", "model": "tiny.en", "local_path": None, "sha256": None,

@@ -20,8 +20,9 @@ def draws() -> tuple:
 
 @pytest.mark.parametrize("value", [0, 42, 1_234_567_890, SEED_MODULUS - 1, 2**32 + 5])
 def test_seeded_sets_what_the_peers_configure_seeds_sets(value):
-    from tests.peer import process_state_kept
     from rvcbench.utils.seeding import configure_seeds
+
+    from tests.peer import process_state_kept
 
     with process_state_kept():
         configure_seeds(value)

@@ -6,8 +6,8 @@ import gc
 
 import pytest
 
-from clonebench.evaluate.base import Scorer
 from clonebench.core.hashing import HashCache
+from clonebench.evaluate.base import Scorer
 
 
 class _Probe(Scorer):

@@ -16,7 +16,6 @@ from clonebench.data.manifest import Selection, build_samples, declared_audio_so
 from clonebench.suite.definition import load_suite
 from clonebench.suite.package import SuiteFileError, installed_package, read_bytes
 from clonebench.suite.rows import normalise, task_rows
-
 from tests.conftest import LIBRITTS16
 
 SUITES = ("onboarding-v1", "core-v1", "full-v1")
@@ -73,7 +72,8 @@ def test_suite_records_its_hf_revision_and_package():
     ("core-v1", ["compression-mp3-64k"]), ("core-v1", ["adv-spec", "textshift-hallucination"]),
     ("full-v1", None), ("full-v1", ["multispeaker"]), ("onboarding-v1", ["vctk"]), ("onboarding-v1", None)])
 def test_selection_and_suite_sha256_equal_rvcbench(name, tasks):
-    from rvcbench.benchmark.submission import load_suite as upstream_load, suite_record
+    from rvcbench.benchmark.submission import load_suite as upstream_load
+    from rvcbench.benchmark.submission import suite_record
 
     ours, theirs = load_suite(name, tasks), upstream_load(name, tasks=tasks)
     assert [t.name for t in ours.tasks] == [t["task"] for t in theirs["tasks"]]

@@ -41,7 +41,6 @@ def test_references_are_sent_with_their_container_type():
     from clonebench.adversary.openai_speech import OpenAISpeech
     from clonebench.adversary.s2cpp_http import S2CppHTTP
     from clonebench.config.settings import read_settings
-
     from tests.conftest import compose
 
     mp3 = _encoded("MP3", "MPEG_LAYER_III")

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clonebench.evaluate.outputs import COLUMNS
 from clonebench.suite.definition import UPSTREAM_METRICS, load_suite
 from clonebench.suite.rows import task_rows
-from clonebench.evaluate.outputs import COLUMNS
 
 CORE_TASKS = ["background", "textshift-hallucination", "audioshift", "compression-mp3-64k", "textshift-scam"]
 
@@ -108,6 +108,7 @@ from rvcbench.benchmark.artifacts import METRIC_COLUMNS as UPSTREAM_METRICS_COLU
 
 def test_coverage_means_groups_and_relative_change_equal_rvcbench(two_models):
     from rvcbench.benchmark import artifacts, submission
+
     from clonebench.suite.results import load_suite_results
 
     results = load_suite_results(two_models[0])

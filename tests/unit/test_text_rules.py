@@ -21,7 +21,6 @@ from rvcbench.evaluation.scorers.wer import WERScorer, normalize_english
 from clonebench.core.errors import DependencyError
 from clonebench.evaluate import transcript, wer_text, zh_text
 from clonebench.evaluate.scorers.whisper_common import whisper_language
-
 from tests.conftest import REPO
 
 # (reference, Whisper's text, the pair's language as the suites write it)

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from clonebench.stats.utterance import summarise
 from clonebench.evaluate.base import ScoreRecord
 from clonebench.evaluate.validity import checked, invalid_value
+from clonebench.stats.utterance import summarise
 
 
 @pytest.mark.parametrize("values, problem", [

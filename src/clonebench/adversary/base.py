@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
 
+from clonebench.adversary.settings import ClientSettings
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ServerNotReadyError
-from clonebench.adversary.settings import ClientSettings
 
 
 def not_ready(message: str, *, may_recover: bool) -> ServerNotReadyError:

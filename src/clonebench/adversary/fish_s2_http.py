@@ -18,10 +18,9 @@ import numpy as np
 import ormsgpack
 import soundfile as sf
 
-from clonebench.data.audio import InvalidAudio
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
 from clonebench.core.config_reader import ConfigReader
-
+from clonebench.data.audio import InvalidAudio
 
 STREAM_RATE = 44_100
 

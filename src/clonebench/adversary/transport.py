@@ -42,10 +42,10 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from clonebench.adversary.base import PreparedRequest
 from clonebench.adversary.bounded import ResponseRefused
 from clonebench.adversary.endpoints import EndpointPool
-from clonebench.data.audio import InvalidAudio, WavInfo, validate_wav
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Attempt
 from clonebench.core.redact import redact
+from clonebench.data.audio import InvalidAudio, WavInfo, validate_wav
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 # the total deadline fires this much after adversary.timeout, so that a server silent for the whole timeout is

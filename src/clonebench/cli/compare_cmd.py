@@ -27,9 +27,9 @@ from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.paths import REPRODUCTION_DIR
 from clonebench.report.compare import PAIRED_METRICS, compare
 from clonebench.report.tables import load_plain
-from clonebench.core.paths import REPRODUCTION_DIR
 
 DEFAULT_HISTORICAL = REPRODUCTION_DIR / "historical" / "fish_s2_http_libritts16.json"
 FORMATS = ("md", "latex", "csv", "json", "html")

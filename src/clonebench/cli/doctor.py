@@ -73,9 +73,9 @@ def _torch(report: Report) -> None:
 
 
 def _assets(report: Report) -> None:
+    from clonebench.core.hashing import HashCache, sha256_file
     from clonebench.evaluate.assets import AssetError, release, resolve
     from clonebench.evaluate.locks import DNSMOS, ECAPA, FASTER_WHISPER, OPENAI_WHISPER_SHA256
-    from clonebench.core.hashing import HashCache, sha256_file
 
     cache = HashCache(None)
     for asset in (ECAPA, DNSMOS, *FASTER_WHISPER.values()):

@@ -12,8 +12,14 @@ from __future__ import annotations
 import shutil
 from typing import Callable
 
-from clonebench.evaluate.cuda_env import (CUBLAS12_FIX, arch_supported, driver_cuda_version, driver_problem,
-                                          driver_release, preload_cublas12)
+from clonebench.evaluate.cuda_env import (
+    CUBLAS12_FIX,
+    arch_supported,
+    driver_cuda_version,
+    driver_problem,
+    driver_release,
+    preload_cublas12,
+)
 
 TORCH_CU128 = ("pip install torch==2.11.0+cu128 torchaudio==2.11.0+cu128 --index-url "
                "https://download.pytorch.org/whl/cu128")

@@ -10,9 +10,9 @@ import argparse
 import json
 from pathlib import Path
 
+from clonebench.config.settings import DEFAULT_SEED
 from clonebench.data.identity import input_fingerprint
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.config.settings import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,9 +15,9 @@ import re
 import shlex
 from pathlib import Path
 
+from clonebench.core.errors import ClonebenchError
 from clonebench.data.manifest import Selection
 from clonebench.external.pair_sets import PairSet, from_manifest, from_suite
-from clonebench.core.errors import ClonebenchError
 
 MANIFEST_ONLY = ("root", "task", "speaker")
 

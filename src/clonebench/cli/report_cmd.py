@@ -46,11 +46,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == "html" and not args.output:
         raise ClonebenchError("--format html writes a folder: give it with --output DIR")
-    from clonebench.report.rtf import attach_rtf, is_timing_run, load_timing
-
     from clonebench.report.paper_v3 import COLUMNS_V3, paper_rows_v3, suite_row
-    from clonebench.suite.results import load_suite_results
+    from clonebench.report.rtf import attach_rtf, is_timing_run, load_timing
     from clonebench.suite.record import is_suite_dir
+    from clonebench.suite.results import load_suite_results
 
     suites = [load_suite_results(path) for path in args.runs if is_suite_dir(path)]
     runs = [path for path in args.runs if not is_suite_dir(path)]

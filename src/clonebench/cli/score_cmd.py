@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _header(cfg, source: str, pair_sets) -> dict:
-    from clonebench.runs.pipeline import config_container
     from clonebench.core.provenance import environment_provenance
+    from clonebench.runs.pipeline import config_container
 
     config = config_container(cfg)
     origin = pair_sets[0].origin

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from clonebench.core.redact import redact_value, shown
-from clonebench.runs.status import summarise, suite_status
+from clonebench.runs.status import suite_status, summarise
 from clonebench.suite.record import is_suite_dir
 
 

@@ -11,8 +11,8 @@ import secrets
 
 from omegaconf import DictConfig, OmegaConf
 
-from clonebench.core.errors import ConfigError
 from clonebench.config.settings import RunSettings, read_settings
+from clonebench.core.errors import ConfigError
 from clonebench.core.paths import CONFIGS_DIR
 
 CONFIGS = CONFIGS_DIR

@@ -91,9 +91,8 @@ def _redacting_record_factory(factory):
 
 
 def _patch_hydra_writers() -> None:
-    from omegaconf import OmegaConf
-
     import hydra.core.utils as hydra_utils
+    from omegaconf import OmegaConf
 
     if not getattr(hydra_utils._save_config, "clonebench_redacting", False):
         def save_config(cfg, filename, output_dir):

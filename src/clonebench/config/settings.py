@@ -11,8 +11,8 @@ from omegaconf import DictConfig
 
 from clonebench.adversary.settings import ClientSettings, read_client
 from clonebench.core.config_reader import ConfigReader
-from clonebench.data.identity import SEED_MAX
 from clonebench.core.errors import ConfigError
+from clonebench.data.identity import SEED_MAX
 from clonebench.data.settings import DatasetSettings, read_dataset
 
 DEFAULT_SEED = 42

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.data.manifest import Selection, samples_from_rows, verify_audio
 from clonebench.core.errors import ConfigError
 from clonebench.core.records import PairRow, Sample
+from clonebench.data.manifest import Selection, samples_from_rows, verify_audio
 
 
 def _load(hf_path: str, hf_config: str | None, split: str):

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from clonebench.core.errors import ManifestError
+from clonebench.core.hashing import sha256_bytes
+from clonebench.core.records import AudioRef, PairRow, Sample
 from clonebench.data.audio import InvalidAudio, validate_input_audio
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import SEED_MAX, sample_id, sample_seed
 from clonebench.data.ids import ID_FIELDS, id_problem
-from clonebench.core.errors import ManifestError
-from clonebench.core.hashing import sha256_bytes
-from clonebench.core.records import AudioRef, PairRow, Sample
 
 REQUIRED_TEXT = ("dataset_name", "split", "pair_id", "speaker_id", "prompt_file_name", "target_file_name",
                  "prompt_text", "target_text", "prompt_language", "target_language")

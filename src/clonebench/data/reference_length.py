@@ -13,9 +13,9 @@ import io
 
 import soundfile as sf
 
-from clonebench.data.audio_cache import verified_bytes
 from clonebench.core.errors import ManifestError
 from clonebench.core.records import Sample
+from clonebench.data.audio_cache import verified_bytes
 
 
 def reference_seconds(sample: Sample) -> float:

@@ -6,10 +6,10 @@ readers only (manifest files or HF datasets), never on a pipeline phase.
 
 from __future__ import annotations
 
+from clonebench.core.records import Sample
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.hf import build_samples_hf
 from clonebench.data.manifest import Selection, build_samples
-from clonebench.core.records import Sample
 
 
 def shard_of(sample_id: str, count: int) -> int:

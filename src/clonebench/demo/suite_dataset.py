@@ -25,11 +25,11 @@ import numpy as np
 import soundfile as sf
 
 from clonebench.core.atomic import atomic_write_bytes
+from clonebench.core.hashing import sha256_bytes
 from clonebench.data.audio import input_container
 from clonebench.data.identity import digest
 from clonebench.suite.definition import Suite, load_suite
 from clonebench.suite.rows import task_rows
-from clonebench.core.hashing import sha256_bytes
 
 RATE = 16_000
 VOICES = {"EN": "en-us", "ZH": "cmn", "FR": "fr"}

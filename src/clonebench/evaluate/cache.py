@@ -26,10 +26,10 @@ from collections import Counter
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json, is_disk_full
+from clonebench.core.redact import redact_value
 from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem, ScoreRecord
 from clonebench.evaluate.validity import record_problem
-from clonebench.core.redact import redact_value
 
 SCHEMA = "clonebench.metric_cache/v2"  # v1 records (no schema field) are misses
 MAX_RECORD_BYTES = 1 << 20  # a record holds a few numbers and one transcript; anything bigger is not one

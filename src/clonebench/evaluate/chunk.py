@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.evaluate.validity import checked, too_short
 
 log = logging.getLogger(__name__)

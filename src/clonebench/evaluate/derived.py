@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from clonebench.core.hashing import sha256_file
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.transform import Transform, transform_wav
-from clonebench.core.hashing import sha256_file
 
 
 @dataclass(frozen=True)

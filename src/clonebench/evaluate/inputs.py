@@ -9,13 +9,13 @@ from pathlib import Path
 import soundfile as sf
 
 from clonebench.core.confine import OutsideRunError, inside
-from clonebench.data.audio import InvalidAudio, validate_wav
-from clonebench.data.identity import input_fingerprint
 from clonebench.core.errors import ClonebenchError
-from clonebench.evaluate.base import ScoreItem
-from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 from clonebench.core.hashing import sha256_bytes, sha256_file
 from clonebench.core.records import Sample, SampleOutcome, SampleStatus
+from clonebench.data.audio import InvalidAudio, validate_wav
+from clonebench.data.identity import input_fingerprint
+from clonebench.evaluate.base import ScoreItem
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 
 
 @dataclass

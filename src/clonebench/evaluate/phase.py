@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clonebench.core.hashing import HashCache
 from clonebench.evaluate import overlap
-from clonebench.stats.utterance import summarise
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.cpu_pool import CpuPool, pool_workers
@@ -22,7 +22,7 @@ from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.scoring import ScorerGroupFailed, run_group_jobs
 from clonebench.evaluate.threads import available_cores, pin_blas_threads, warn_if_slow
-from clonebench.core.hashing import HashCache
+from clonebench.stats.utterance import summarise
 
 if TYPE_CHECKING:
     from clonebench.evaluate.settings import ScoringSettings

@@ -12,11 +12,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from clonebench.data.identity import digest
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.hashing import HashCache
+from clonebench.core.provenance import package_versions
+from clonebench.data.identity import digest
 from clonebench.evaluate import overlap
 from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.chunk import score_chunk
 from clonebench.evaluate.cpu_pool import CpuPool
@@ -25,8 +27,6 @@ from clonebench.evaluate.precision import policy
 from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import scorer_class
 from clonebench.evaluate.threads import pin_blas_threads
-from clonebench.core.hashing import HashCache
-from clonebench.core.provenance import package_versions
 
 log = logging.getLogger(__name__)
 

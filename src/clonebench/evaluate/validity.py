@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 
 COSINE_SLACK = 1e-6  # float rounding of a cosine of identical vectors
 # metric -> (lowest, highest) allowed; every other numeric value must only be finite

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import correlate, resample_poly
 
+from clonebench.core.records import Sample
 from clonebench.data.audio import InvalidAudio, WavInfo, inspect_wav, to_mono, validate_wav
 from clonebench.external.pair_sets import PairSet
-from clonebench.core.records import Sample
 
 PCM16_STEP = 1.0 / 32768
 RATE = 16_000

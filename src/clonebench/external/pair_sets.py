@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clonebench.data.manifest import Selection, build_samples
-from clonebench.suite.definition import Suite
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.core.records import Sample
+from clonebench.data.manifest import Selection, build_samples
+from clonebench.suite.definition import Suite
 
 ID_SEPARATOR = "__"
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from clonebench.core.errors import ClonebenchError
 from clonebench.data.audio_cache import verified_bytes
 from clonebench.external.pair_sets import PairSet
-from clonebench.core.errors import ClonebenchError
 
 BATCH_LISTS = {"prompts.tsv": "\t", "prompts.lst": "|"}
 LINE_BREAK = re.compile(r"[ \t]*(?:\r\n|\r|\n)[ \t]*")

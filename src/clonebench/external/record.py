@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clonebench.core.hashing import sha256_bytes
 from clonebench.data.identity import digest, input_fingerprint
 from clonebench.external.pair_sets import PairSet
 from clonebench.external.submitted import FolderCheck
 from clonebench.generate.recorder import RunRecorder
-from clonebench.core.hashing import sha256_bytes
 
 EXTERNAL_NOTE = "generated outside clonebench: no service provenance"
 SEED_POLICY = "external"

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Iterator
 
 from clonebench.core.atomic import atomic_write_json
+from clonebench.core.errors import ClonebenchError
 from clonebench.data.identity import digest
 from clonebench.data.manifest import Selection
-from clonebench.external.pair_sets import ID_SEPARATOR, PairSet, from_samples, is_safe_name, manifest_origin
-from clonebench.external.submitted import FolderCheck, check_folder
-from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate.phase import EvaluationJob, run_evaluation, run_evaluations
+from clonebench.external.pair_sets import ID_SEPARATOR, PairSet, from_samples, is_safe_name, manifest_origin
 from clonebench.external.record import record_external
+from clonebench.external.submitted import FolderCheck, check_folder
 from clonebench.generate.run_lock import RunLocks
 
 log = logging.getLogger(__name__)

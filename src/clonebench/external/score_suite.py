@@ -28,13 +28,13 @@ import logging
 from contextlib import ExitStack
 from pathlib import Path
 
-from clonebench.data.identity import digest
-from clonebench.external.pair_sets import PairSet
-from clonebench.suite.definition import Suite
 from clonebench.core.errors import ClonebenchError
+from clonebench.data.identity import digest
 from clonebench.evaluate.phase import EvaluationJob, run_evaluations
+from clonebench.external.pair_sets import PairSet
 from clonebench.external.record import record_external
 from clonebench.external.score_folders import System, open_outputs, request_record, task_summary, write_summary
+from clonebench.suite.definition import Suite
 from clonebench.suite.record import TASKS_DIR, SuiteRecord, task_header
 
 log = logging.getLogger(__name__)

@@ -25,12 +25,12 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from clonebench.data.audio import EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav
-from clonebench.external.leak import Targets
-from clonebench.external.pair_sets import ID_SEPARATOR, PairSet
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Sample
+from clonebench.data.audio import EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav
+from clonebench.external.leak import Targets
+from clonebench.external.pair_sets import ID_SEPARATOR, PairSet
 
 KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "empty", "non_finite", "leak")
 MAX_BYTES = 2 * 1024 ** 3  # larger than any speech clip a scorer reads: refused unread

@@ -15,23 +15,23 @@ from tqdm import tqdm
 
 from clonebench.adversary.bounded import bounded_client
 from clonebench.adversary.endpoints import EndpointPool
-from clonebench.core.redact import redact, redact_value
 from clonebench.adversary.registry import adversary_class
 from clonebench.adversary.service_record import load_service_record
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.core.atomic import DiskFullError, is_disk_full
-from clonebench.data.identity import digest, input_fingerprint
-from clonebench.data.selection import load_samples
-from clonebench.data.reference_length import check_reference_lengths
 from clonebench.core.errors import ClonebenchError, ConfigError, ManifestError
+from clonebench.core.hashing import HashCache
+from clonebench.core.provenance import service_provenance
+from clonebench.core.records import RunStatus, Sample, SampleOutcome
+from clonebench.core.redact import redact, redact_value
+from clonebench.data.identity import digest, input_fingerprint
+from clonebench.data.reference_length import check_reference_lengths
+from clonebench.data.selection import load_samples
 from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
 from clonebench.generate.run_lock import RunLocks
 from clonebench.generate.runner import generate_samples, reference_check
-from clonebench.core.hashing import HashCache
-from clonebench.core.provenance import service_provenance
-from clonebench.core.records import RunStatus, Sample, SampleOutcome
 from clonebench.generate.settings import GenerationSettings
 
 log = logging.getLogger(__name__)

@@ -12,10 +12,10 @@ import httpx
 
 from clonebench.adversary.base import Adversary
 from clonebench.adversary.endpoints import EndpointPool
-from clonebench.core.redact import redact, redact_value
-from clonebench.data.reference_length import reference_seconds
 from clonebench.core.errors import ConfigError, ServerNotReadyError
 from clonebench.core.records import Sample
+from clonebench.core.redact import redact, redact_value
+from clonebench.data.reference_length import reference_seconds
 
 log = logging.getLogger(__name__)
 

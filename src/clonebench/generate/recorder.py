@@ -15,12 +15,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from clonebench.core.redact import redact
 from clonebench.core.atomic import atomic_write_bytes, atomic_write_json
-from clonebench.data.audio import WavInfo
-from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, Journal
 from clonebench.core.hashing import sha256_bytes, sha256_file
 from clonebench.core.records import Attempt, RunStatus, Sample, SampleOutcome, SampleStatus
+from clonebench.core.redact import redact
+from clonebench.data.audio import WavInfo
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, Journal
 
 SCHEMA = "clonebench.run/v1"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from clonebench.core.confine import OutsideRunError, inside
-from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.core.errors import ResumeError
-from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Sample, SampleOutcome, SampleStatus
+from clonebench.data.audio import InvalidAudio, validate_wav
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 
 ORIGIN_KEY = "resume_origin"
 

@@ -12,12 +12,12 @@ from clonebench.adversary.base import Adversary, SynthesisInput
 from clonebench.adversary.endpoints import EndpointPool
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy, send
 from clonebench.core.errors import ReferenceIgnoredError
-from clonebench.generate.recorder import RunRecorder
+from clonebench.core.hashing import sha256_bytes
+from clonebench.core.records import Sample
 from clonebench.data.audio import input_container, inspect_wav, to_mono
 from clonebench.data.audio_cache import verified_bytes
 from clonebench.data.voice_features import profile, voice_distance
-from clonebench.core.hashing import sha256_bytes
-from clonebench.core.records import Sample
+from clonebench.generate.recorder import RunRecorder
 
 log = logging.getLogger(__name__)
 REFERENCE_CHECK_TEXT = "This short sentence checks that the voice follows the reference recording."

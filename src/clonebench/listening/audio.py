@@ -31,9 +31,9 @@ import numpy as np
 import soundfile as sf
 
 from clonebench.core.atomic import atomic_write_bytes
-from clonebench.data.audio import InvalidAudio, inspect_wav, to_mono
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_bytes
+from clonebench.data.audio import InvalidAudio, inspect_wav, to_mono
 
 RATE = 48_000
 TARGET_LUFS = -23.0

@@ -21,8 +21,7 @@ from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.listening.audio import write_clips
-from clonebench.listening.design import (ANCHOR, ANCHOR_LABEL, NATURAL, NATURAL_LABEL, SCREENING, Design,
-                                                 build_design)
+from clonebench.listening.design import ANCHOR, ANCHOR_LABEL, NATURAL, NATURAL_LABEL, SCREENING, Design, build_design
 from clonebench.listening.page import write_page
 from clonebench.listening.sources import System, load_systems
 

@@ -13,9 +13,9 @@ from importlib import resources
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
-from clonebench.report.html_page import script_json
 from clonebench.listening.design import Design
 from clonebench.listening.wording import SCALES, instructions
+from clonebench.report.html_page import script_json
 
 PAGE = "index.html"
 CSP = ("default-src 'none'; media-src 'self' file:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "

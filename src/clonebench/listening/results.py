@@ -15,11 +15,11 @@ from clonebench.core.atomic import atomic_write_json, atomic_write_text
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.listening import agreement
-from clonebench.stats import raters as stats
 from clonebench.listening.build import KEY
 from clonebench.listening.design import ANCHOR, NATURAL
 from clonebench.listening.ratings import Sheet, load_key, load_sheets
 from clonebench.listening.screening import oriented, screen
+from clonebench.stats import raters as stats
 
 RESULTS, LONG = "results.json", "ratings_long.csv"
 RESULTS_SCHEMA = "clonebench.listening.results/v1"

@@ -4,8 +4,8 @@ then report paired deltas per metric."""
 from __future__ import annotations
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.stats.paired import paired_summary
 from clonebench.report.tables import ResultTable
+from clonebench.stats.paired import paired_summary
 
 PAIRED_METRICS = ("mcd", "wer", "sim")  # the conventions' order: a fresh generator per metric in this order
 FIXES = {"backend": "evaluation.whisper.backend", "model": "evaluation.whisper.model",

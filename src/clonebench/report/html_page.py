@@ -15,10 +15,10 @@ from pathlib import Path
 from clonebench.core.atomic import atomic_write_text
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
-from clonebench.stats.paired import paired_summary
 from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best, shown_columns
 from clonebench.report.plots import write_plots
 from clonebench.report.tables import as_number
+from clonebench.stats.paired import paired_summary
 
 PAGE = "index.html"
 

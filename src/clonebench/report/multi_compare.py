@@ -15,11 +15,18 @@ from itertools import combinations
 import numpy as np
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.report.systems import (
+    System,
+    common_metrics,
+    pair_differences,
+    pair_order,
+    partial_runs,
+    protocol_differences,
+    replicate_notes,
+)
 from clonebench.stats import seed_variance
 from clonebench.stats.cluster import DRAWS, SEED, cluster_bootstrap, cohen_dz, wins
 from clonebench.stats.holm import holm
-from clonebench.report.systems import (System, common_metrics, pair_differences, pair_order, partial_runs,
-                                       protocol_differences, replicate_notes)
 
 CANDIDATES = ("sim", "sva", "wer", "mcd", "dnsmos", "stoi", "mos", "emotion_match")
 HIGHER_IS_BETTER = {"sim": True, "sva": True, "wer": False, "mcd": False, "dnsmos": True, "stoi": True, "mos": True,

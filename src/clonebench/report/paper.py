@@ -9,9 +9,9 @@ import io
 import json
 from pathlib import Path
 
-from clonebench.report.tables import ResultTable
 from clonebench.core.paths import REPRODUCTION_DIR
 from clonebench.report.format import latex_escape
+from clonebench.report.tables import ResultTable
 
 COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", True), ("mcd", "MCD↓", False),
            ("rtf", "RTF↓", False), ("sva", "SVA↑", True), ("emotion_match", "Emo↑", True), ("dnsmos", "DNSMOS↑", True)]

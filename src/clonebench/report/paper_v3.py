@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clonebench.report.paper import unverified_reason
 from clonebench.core.paths import REPRODUCTION_DIR
+from clonebench.report.paper import unverified_reason
 
 COLUMNS_V3 = [("sim", "SIM↑", True), ("mos", "MOS↑", True), ("wer", "WER↓", False), ("mcd", "MCD↓", False),
               ("vctk_sim", "VCTK SIM↑", True), ("chinese_sim", "Chinese SIM↑", True),

@@ -20,10 +20,10 @@ from omegaconf import OmegaConf
 
 from clonebench.core.atomic import atomic_write_json, atomic_write_text
 from clonebench.core.confine import inside
-from clonebench.data.identity import input_fingerprint
 from clonebench.core.errors import ClonebenchError
-from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, read_events
 from clonebench.core.hashing import sha256_file
+from clonebench.data.identity import input_fingerprint
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, read_events
 from clonebench.report.tables import as_number
 
 VOLATILE = ("created_at", "updated_at", "finished_at", "run_dir", "config_source")
@@ -44,8 +44,8 @@ def _normalised_config(manifest: dict) -> dict:
 
 
 def merge(sweep: Path, output: Path | None = None) -> Path:
-    from clonebench.data.selection import load_all_samples
     from clonebench.config.settings import read_settings
+    from clonebench.data.selection import load_all_samples
 
     shards = shard_dirs(sweep)
     manifests = [json.loads((d / MANIFEST_NAME).read_text()) for d in shards]
@@ -158,8 +158,8 @@ def _merge_journals(shards: list[Path], everything, owner: dict, out: Path) -> N
 
 
 def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: Path) -> None:
-    from clonebench.stats.utterance import summarise
     from clonebench.evaluate.outputs import write_csv
+    from clonebench.stats.utterance import summarise
 
     scored = [s for s in shards if (s / "generation_sample_metrics.csv").is_file()]
     if not scored:

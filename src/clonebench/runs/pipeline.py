@@ -9,11 +9,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from clonebench.config.settings import RunSettings, read_settings
 from clonebench.core.errors import ClonebenchError, ConfigError
 from clonebench.core.provenance import environment_provenance
 from clonebench.core.records import RunStatus
 from clonebench.core.redact import install_log_redaction, redact, shown
-from clonebench.config.settings import RunSettings, read_settings
 
 log = logging.getLogger("clonebench")
 
@@ -45,9 +45,9 @@ def config_container(cfg: DictConfig) -> dict:
 
 def run(cfg: DictConfig, run_dir: Path, source: str):
     """A run's result: RunResult, or a SuiteRunResult for a suite config (``suite.*``)."""
+    from clonebench.data.selection import load_samples
     from clonebench.evaluate.inputs import is_external_folder, source_run_dir
     from clonebench.evaluate.phase import run_evaluation
-    from clonebench.data.selection import load_samples
     from clonebench.generate.phase import run_generation
 
     settings: RunSettings = read_settings(cfg, source)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
 from clonebench.core.paths import SRC_DIR
 
 SRC = SRC_DIR

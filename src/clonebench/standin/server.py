@@ -25,7 +25,6 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-
 from clonebench.data.audio import InvalidAudio
 from clonebench.standin import hostile, openai_api, s2cpp_api, voice, wavs
 from clonebench.standin.faults import FaultPlan

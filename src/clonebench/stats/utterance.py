@@ -16,7 +16,6 @@ import math
 
 import numpy as np
 
-
 SCALAR_METRICS = ("sim", "sva", "wer", "cer", "mcd", "dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi")
 UPSTREAM_NAMES = {"mos": "speechmos", "emotion_match": "emotion"}  # clonebench metric -> rvcbench metric
 UPSTREAM_METHOD = ("rvcbench 2.2.1 pipeline._export: avg = sum(values) / len(values); CI = bootstrap.py with seed "

@@ -15,10 +15,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clonebench.data.identity import digest
-from clonebench.suite.package import (SUITES_PREFIX, SuiteFileError, SuitePackage, decode_json,
-                                           folder_package, installed_package, read_bytes, suite_folders)
 from clonebench.core.hashing import sha256_bytes
+from clonebench.data.identity import digest
+from clonebench.suite.package import (
+    SUITES_PREFIX,
+    SuiteFileError,
+    SuitePackage,
+    decode_json,
+    folder_package,
+    installed_package,
+    read_bytes,
+    suite_folders,
+)
 
 # rvcbench's metric names (benchmark/artifacts.py METRIC_COLUMNS) -> clonebench's metric names
 UPSTREAM_METRICS = {"sim": "sim", "sva": "sva", "wer": "wer", "mcd": "mcd", "speechmos": "mos",

@@ -17,8 +17,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from clonebench.suite.definition import Suite, Task
 from clonebench.core.records import AudioRef
+from clonebench.suite.definition import Suite, Task
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,8 @@ def score_derived_task(suite: Suite, task: Task, source_run: Path | None, sample
     from clonebench.evaluate.derived import derive_items
     from clonebench.evaluate.inputs import Requested, load_requested
     from clonebench.evaluate.phase import EvaluationJob, run_evaluations
-    from clonebench.suite.protocol import protocol_record, task_evaluation
     from clonebench.evaluate.transform import fingerprint
+    from clonebench.suite.protocol import protocol_record, task_evaluation
 
     source = str(task.derived_from)
     if source_run is None or samples is None:

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from clonebench.core.errors import ClonebenchError, ManifestError
+from clonebench.core.records import Sample
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import input_fingerprint
 from clonebench.data.manifest import file_audio_source, samples_from_rows
 from clonebench.suite.definition import Suite, Task
 from clonebench.suite.rows import task_rows
-from clonebench.core.errors import ClonebenchError, ManifestError
-from clonebench.core.records import Sample
 
 SHOWN_PER_TASK = 8
 

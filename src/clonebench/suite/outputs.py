@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json, atomic_write_text
-from clonebench.suite.submission import submission
 from clonebench.suite.results import SuiteResults, TaskResult, load_suite_results
+from clonebench.suite.submission import submission
 from clonebench.suite.tables import csv_text, latex, markdown
 
 SUMMARY = {"md": "suite_summary.md", "latex": "suite_summary.tex", "csv": "suite_summary.csv"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task
 from clonebench.core.errors import ConfigError
 from clonebench.evaluate.settings import EvaluationSettings
 from clonebench.evaluate.wer_text import NORMALISATIONS
+from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task
 
 log = logging.getLogger(__name__)
 

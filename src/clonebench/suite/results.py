@@ -9,10 +9,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task, load_suite
 from clonebench.core.errors import ClonebenchError
-from clonebench.stats.utterance import bootstrap_ci
 from clonebench.generate.journal import MANIFEST_NAME
+from clonebench.stats.utterance import bootstrap_ci
+from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task, load_suite
 from clonebench.suite.record import SUITE_MANIFEST, TASKS_DIR
 from clonebench.suite.upstream_coverage import coverage, upstream_values
 
@@ -190,8 +190,8 @@ def derived_result(suite: Suite, task: Task, entry: dict, source: TaskResult | N
 
 def load_suite_results(suite_dir: Path) -> SuiteResults:
     """Every task of a suite run, in suite order."""
-    from clonebench.suite.rows import task_rows
     from clonebench.suite.changes import attach_changes
+    from clonebench.suite.rows import task_rows
 
     suite_dir = Path(suite_dir)
     path = suite_dir / SUITE_MANIFEST

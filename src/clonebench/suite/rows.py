@@ -21,11 +21,10 @@ from functools import lru_cache
 
 from omegaconf import OmegaConf
 
+from clonebench.core.hashing import sha256_bytes
 from clonebench.data.manifest import Selection
 from clonebench.suite.definition import Suite, Task
 from clonebench.suite.package import DATASET_CONFIGS_PREFIX, SuiteFileError, installed_package, read_bytes
-from clonebench.core.hashing import sha256_bytes
-
 
 REPEATED = ("dataset_name", "split", "speaker_id", "manifest_variant", "source_manifest", "prompt_language",
             "target_language")

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from clonebench.config.settings import RunSettings
 from clonebench.core.atomic import atomic_write_text
+from clonebench.core.errors import ConfigError
+from clonebench.core.records import RunStatus
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.reference_length import check_reference_lengths
+from clonebench.generate.journal import MANIFEST_NAME
 from clonebench.suite.definition import Suite, load_suite
 from clonebench.suite.inputs import SuiteInputError, TaskSamples, check_suite_inputs, task_samples
-from clonebench.core.errors import ConfigError
-from clonebench.generate.journal import MANIFEST_NAME
-from clonebench.core.records import RunStatus
-from clonebench.config.settings import RunSettings
 from clonebench.suite.record import SUITE_MANIFEST, TASKS_DIR, SuiteRecord, task_header, task_origins
 
 # Given by the caller (runs/pipeline.py passes external.score_suite.external_folder): for an evaluate-only suite run
@@ -131,10 +131,10 @@ def _source_run(settings: RunSettings, name: str) -> Path | None:
 
 def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, record: SuiteRecord,
          external_source: ExternalSource | None) -> SuiteRunResult:
-    from clonebench.suite.derived_task import check_derived_tasks
-    from clonebench.suite.protocol import task_evaluation
     from clonebench.generate.phase import SharedGate
+    from clonebench.suite.derived_task import check_derived_tasks
     from clonebench.suite.outputs import write_suite_outputs
+    from clonebench.suite.protocol import task_evaluation
     from clonebench.suite.tables import console_table
 
     for task in suite.tasks:
@@ -205,8 +205,8 @@ def _run_task(run: _SuiteRun, name: str) -> tuple[Path | None, list]:
     """Generate (unless evaluate_only) and score (unless generate_only) one task; its generation run (if any) and
     its samples. ``run.external``: evaluate_only on a folder made outside clonebench (``score_suite``)."""
     from clonebench.evaluate.phase import run_evaluation
-    from clonebench.suite.protocol import protocol_record, task_evaluation
     from clonebench.generate.phase import run_generation
+    from clonebench.suite.protocol import protocol_record, task_evaluation
 
     settings, suite, suite_dir, header, record = run.settings, run.suite, run.suite_dir, run.header, run.record
     origins, gate, score, checked, external = run.origins, run.gate, run.score, run.checked, run.external

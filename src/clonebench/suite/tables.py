@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import io
 
-from clonebench.suite.results import SuiteResults, TaskResult
 from clonebench.report.format import latex_escape
+from clonebench.suite.results import SuiteResults, TaskResult
 
 METRICS = [("sim", "SIM", True), ("speechmos", "MOS", True), ("wer", "WER", False), ("mcd", "MCD", False),
            ("sva", "SVA", True), ("emotion", "EMC", True), ("stoi", "STOI", True), ("dnsmos", "DNSMOS", True)]

@@ -5,8 +5,8 @@ code is not imported at run time); the tests compare against upstream's function
 
 from __future__ import annotations
 
-from clonebench.suite.definition import UPSTREAM_METRICS
 from clonebench.report.tables import as_number
+from clonebench.suite.definition import UPSTREAM_METRICS
 
 
 def _number(value) -> float | None:

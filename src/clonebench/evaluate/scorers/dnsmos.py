@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.audio import load_librosa_16k
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.evaluate.locks import DNSMOS
 
 

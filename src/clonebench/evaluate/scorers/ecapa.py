@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from clonebench.evaluate.assets import ResolvedAsset, resolve
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.evaluate.locks import ECAPA
 
 PROTOCOL = "verify_files (one clip per forward pass, no padding)"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clonebench.evaluate.assets import Asset, AssetError, ResolvedAsset, resolve
 from clonebench.evaluate.audio import resample_mono_torchaudio
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 
 EMOTION = Asset(
     asset_id="speechbrain/emotion-recognition-wav2vec2-IEMOCAP",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 
 
 class MCDScorer(Scorer):

@@ -15,7 +15,7 @@ no v1 record is ever reused.)
 from __future__ import annotations
 
 from clonebench.evaluate.audio import mono_then_resample
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 
 RATE = 16_000
 

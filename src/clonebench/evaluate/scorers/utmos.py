@@ -23,7 +23,7 @@ from pathlib import Path
 
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.audio import resample_mono_torchaudio
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 
 REPO = "tarepan/SpeechMOS"
 REVISION = "v1.2.0"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clonebench.evaluate import sample_seed, transcript
-from clonebench.evaluate.base import Scorer, ScoreItem, ScoreRecord
+from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 
 DEFAULT_SEED = 42  # rvcbench's evaluation seed: its suites' evaluation.seed and its run seed's default
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clonebench.core.errors import ConfigError
 from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import FASTER_WHISPER
 from clonebench.evaluate.sample_seed import seeded
 from clonebench.evaluate.scorers.whisper_common import WhisperScorer, whisper_language
-from clonebench.core.errors import ConfigError
 
 
 class FasterWhisperScorer(WhisperScorer):
