@@ -1,9 +1,11 @@
 """WAV validation shared by input checks and server responses.
 
-Rules (stated once, applied everywhere): a RIFF/WAVE container whose declared chunk sizes fit in
-the bytes received, PCM (8/16/24/32-bit) or IEEE float samples, sample rate > 0, at least one frame,
-every sample finite. Multi-channel audio is accepted and described; scorers downmix it by the
-channel mean.
+Rules (stated once, applied everywhere): a WAV-family container that libsndfile reads — RIFF/WAVE with a plain
+PCM or IEEE-float format tag, WAVE_FORMAT_EXTENSIBLE (what ffmpeg writes for every 24-bit, float or above-48 kHz
+WAV, and libsndfile for several subtypes), or RF64 (64-bit sizes in its ds64 chunk) — whose declared data size
+fits in the bytes received; PCM (8/16/24/32-bit) or IEEE float (32/64-bit) samples, sample rate > 0, at least one
+frame, every sample finite. Any rate and channel count is accepted and described; scorers resample and downmix
+(channel mean) as rvcbench's do.
 """
 
 from __future__ import annotations
@@ -43,19 +45,41 @@ class WavInfo:
         return self.frames / self.sample_rate
 
 
+WAV_FORMATS = frozenset({"WAV", "WAVEX", "RF64"})  # libsndfile's names for the WAV family it reads
+_RF64_UNKNOWN = 0xFFFFFFFF  # an RF64 chunk whose real size is in the ds64 chunk
+# the RIFF data size a writer that cannot seek back leaves (ffmpeg writing to a pipe): "until the end". Only this
+# exact placeholder means it; any other size beyond the bytes received is a truncated file or a bomb.
+_STREAMED = 0xFFFFFFFF
+
+
 def _check_riff(data: bytes) -> None:
-    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+    """The container's declared data size fits in ``data``: a truncated file or a header that claims more than was
+    received (a decompression-bomb-like header) is refused before libsndfile reads anything."""
+    rf64 = data[:4] == b"RF64"
+    if len(data) < 12 or data[:4] not in (b"RIFF", b"RF64") or data[8:12] != b"WAVE":
         head = data[:16]
-        raise InvalidAudio(f"not a RIFF/WAVE file (first bytes {head!r}, {len(data)} bytes)")
-    pos = 12
+        raise InvalidAudio(f"not a RIFF/WAVE or RF64 file (first bytes {head!r}, {len(data)} bytes)")
+    pos, data_size64 = 12, None
     while pos + 8 <= len(data):
         chunk_id, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
+        if chunk_id == b"ds64" and rf64:
+            if size < 24 or pos + 8 + 24 > len(data):
+                raise InvalidAudio("RF64 file with a truncated ds64 chunk")
+            data_size64 = struct.unpack("<Q", data[pos + 16:pos + 24])[0]
         if chunk_id == b"data":
+            if rf64 and size == _RF64_UNKNOWN:
+                if data_size64 is None:
+                    raise InvalidAudio("RF64 data chunk without a ds64 chunk giving its size")
+                size = data_size64
+            elif not rf64 and size == _STREAMED:
+                return  # a streamed WAV (ffmpeg to a pipe): its data runs to the end of what was received
             if pos + 8 + size > len(data):
                 raise InvalidAudio(
                     f"truncated WAV: data chunk declares {size} bytes, {len(data) - pos - 8} present"
                 )
             return
+        if rf64 and size == _RF64_UNKNOWN:
+            raise InvalidAudio(f"RF64 chunk {chunk_id!r} of unknown size before the data chunk")
         pos += 8 + size + (size & 1)
     raise InvalidAudio("WAV has no complete data chunk")
 
@@ -67,8 +91,9 @@ def _read(data: bytes, decode: bool) -> tuple[WavInfo, np.ndarray | None]:
     _check_riff(data)
     try:
         with sf.SoundFile(io.BytesIO(data)) as handle:
-            if handle.format != "WAV":
-                raise InvalidAudio(f"container is {handle.format}, expected WAV")
+            if handle.format not in WAV_FORMATS:
+                raise InvalidAudio(f"container is {handle.format}, expected a WAV (RIFF/WAVE, WAVE_FORMAT_EXTENSIBLE "
+                                   "or RF64)")
             if handle.subtype not in ACCEPTED_SUBTYPES:
                 raise InvalidAudio(f"sample format {handle.subtype} is neither PCM nor float")
             info = WavInfo(handle.samplerate, handle.frames, handle.channels, handle.subtype)
@@ -133,7 +158,7 @@ def validate_input_audio(data: bytes, name: str | None = None) -> WavInfo:
 
 def read_input_audio(data: bytes) -> tuple[WavInfo, np.ndarray]:
     """Description and samples of an input recording in any container libsndfile decodes (WAV, MP3, FLAC, OGG)."""
-    if data[:4] == b"RIFF":
+    if data[:4] in (b"RIFF", b"RF64"):
         return inspect_wav(data)
     try:
         samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)

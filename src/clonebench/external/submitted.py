@@ -6,7 +6,8 @@ Each id of the pair set gets one file or one problem, named by kind:
 - ``wrong_id``: no such file, but one named like it (the pair id without the task prefix, clonebench's
   sample id, another task's prefix, other letter case, another extension): the message names that file;
 - ``ambiguous``: both layouts exist with different bytes (rvcbench would silently take the nested one);
-- ``unreadable``: not a regular file, or not a RIFF/WAVE file soundfile can read (PCM or float);
+- ``unreadable``: not a regular file, or not a WAV of the family data/audio.py accepts (RIFF/WAVE, WAVE_FORMAT_
+  EXTENSIBLE or RF64 with PCM or float samples, sizes that fit);
 - ``empty``: zero bytes, or a WAV without frames; ``non_finite``: NaN or infinite samples;
 - ``leak``: the file is a hidden target recording (``clonebench.external.leak``: byte-identical, as rvcbench checks;
   sample-identical; or a processed copy of its pair's target);
