@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +182,49 @@ def test_a_derived_task_is_made_from_the_submitted_clips(tmp_path, capsys):
     scoring = json.loads((run / "tasks" / "compression-narrowband" / "scoring_manifest.json").read_text())
     assert scoring["derived_task"]["derived_from"] == "audioshift"
     assert len(list((run / "tasks" / "compression-narrowband" / "generated_audio").rglob("*.wav"))) == 2
+    _assert_derived_provenance(run, "compression-narrowband", "audioshift", submission)
+
+
+def _assert_derived_provenance(run, name: str, source: str, submission: dict) -> None:
+    """A derived task records the processed clip it scored, everywhere a hash is recorded: its per-sample CSV and
+    its own run manifest (with the transform and each sample's source clip), its scoring manifest's source run
+    (the derived run itself, naming the source run) and submission.json; never the source clip's hash."""
+    import csv
+
+    from clonebench.core.hashing import sha256_file
+
+    task, source_dir = run / "tasks" / name, run / "tasks" / source
+    with open(task / "generation_sample_metrics.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    with open(source_dir / "generation_sample_metrics.csv", newline="") as handle:
+        source_sha = {r["pair_id"]: r["generated_sha256"] for r in csv.DictReader(handle)}
+    manifest = json.loads((task / "run_manifest.json").read_text())
+    recorded = {s["pair_id"]: s for s in manifest["samples"]}
+    processed = {}
+    assert rows and len(rows) == len(recorded)
+    for row in rows:
+        path = Path(row["generated_audio"])
+        assert path.is_file() and path.resolve().is_relative_to((task / "generated_audio").resolve())
+        processed[row["pair_id"]] = sha256_file(path)
+        assert row["generated_sha256"] == processed[row["pair_id"]] != source_sha[row["pair_id"]]
+        assert row["target_sha256"] == source_sha[row["pair_id"]]  # scored against the unprocessed clone
+        sample = recorded[row["pair_id"]]
+        assert sample["status"] == "generated" and sample["audio_sha256"] == processed[row["pair_id"]]
+        assert sample["target_sha256"] == source_sha[row["pair_id"]] and sample["sample_rate"] == 24000
+        assert sample["frames"] > 0 and sample["audio_bytes"] == path.stat().st_size
+        source_clip = manifest["generation_provenance"]["sources"][sample["sample_id"]]
+        assert source_clip["sha256"] == source_sha[row["pair_id"]]
+    assert manifest["status"] == "generated" and manifest["derived_from"]["task"] == source
+    assert Path(manifest["derived_from"]["run_dir"]).resolve() == source_dir.resolve()
+    assert manifest["generation_provenance"]["transform"]["transform"]["kind"] == "narrowband"
+    assert manifest["generation_provenance"]["transform"]["ffmpeg"]["ffmpeg"].startswith("ffmpeg version")
+    assert len(manifest["generation_provenance"]["transform"]["commands"]) == 2
+    scoring = json.loads((task / "scoring_manifest.json").read_text())
+    assert Path(scoring["source_run"]["run_dir"]).resolve() == task.resolve()  # the derived run itself
+    assert scoring["source_run"]["run_manifest_sha256"] == sha256_file(task / "run_manifest.json")
+    assert Path(scoring["source_run"]["derived_from"]["run_dir"]).resolve() == source_dir.resolve()
+    entry = submission["tasks"][name]
+    assert entry["generated_sha256"] == processed
+    assert entry["run_manifest"] == f"tasks/{name}/run_manifest.json"
+    assert entry["run_manifest_sha256"] == sha256_file(task / "run_manifest.json")
+    assert submission["tasks"][source]["generated_sha256"] == source_sha

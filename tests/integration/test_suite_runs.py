@@ -181,7 +181,8 @@ def test_derived_task_scores_the_processed_clone_against_the_unprocessed_one(cor
     scoring = json.loads((task / "scoring_manifest.json").read_text())
     assert scoring["derived_task"]["derived_from"] == "audioshift"
     assert scoring["derived_task"]["transform"]["transform"]["kind"] == "narrowband"
-    assert scoring["source_run"]["run_dir"] == str(core_generated["dir"] / "tasks" / "audioshift")
+    assert scoring["source_run"]["run_dir"] == str(task)  # the derived task's own run, made from audioshift's
+    assert scoring["source_run"]["derived_from"]["run_dir"] == str(core_generated["dir"] / "tasks" / "audioshift")
     assert "stoi" in scoring["task_evaluation"]["metrics"]
     with open(task / "generation_sample_metrics.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))

@@ -155,10 +155,10 @@ def test_derived_items_target_the_unprocessed_clone(clone, tmp_path):
 @pytest.mark.slow
 def test_compressed_clips_score_end_to_end_through_real_encoders_and_scorers(clone, tmp_path, ecapa):
     from clonebench.core.hashing import HashCache
+    from clonebench.evaluate.chunk import score_chunk
     from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.evaluate.scorers.stoi import STOIScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer
-    from clonebench.evaluate.scoring import _score
 
     text = clone.with_suffix(".txt").read_text()
     items = {}
@@ -176,7 +176,7 @@ def test_compressed_clips_score_end_to_end_through_real_encoders_and_scorers(clo
     for scorer in (STOIScorer({}, "cpu", HashCache(None)), MCDScorer({}, "cpu", HashCache(None)), ecapa, whisper):
         if scorer is not ecapa:
             scorer.load()
-        for record in _score(scorer, list(items.values())):
+        for record in score_chunk(scorer, list(items.values()))[0]:
             assert record.ok, record.error
             scores[record.sample_id].update(record.values)
     whisper.release()
@@ -189,3 +189,65 @@ def test_compressed_clips_score_end_to_end_through_real_encoders_and_scorers(clo
     assert scores["compression-mp3-64k"]["stoi"] > 0.995
     assert scores["compression-narrowband"]["stoi"] < scores["compression-mp3-64k"]["stoi"]
     assert scores["compression-narrowband"]["mcd"] > scores["compression-mp3-64k"]["mcd"]
+
+
+def test_a_derived_run_records_each_processed_clip_and_every_failure(clone, tmp_path, monkeypatch):
+    """A derived task's own run (suite.derived_run): the processed clip with its own sha256, its target the
+    unprocessed clone (path and sha256), the transform record; a source sample with no clip fails with rvcbench's
+    exact error, a changed source clip and a clip ffmpeg refuses fail with their reasons."""
+    import clonebench.evaluate.derived as derived_module
+    from clonebench.core.records import AudioRef, PairRow, Sample
+    from clonebench.data.audio import validate_wav
+    from clonebench.evaluate.inputs import load_requested
+    from clonebench.generate.recorder import RunRecorder
+    from clonebench.suite.derived_run import record_derived
+
+    def sample(name: str) -> Sample:
+        row = PairRow("d", "test", name, "s", "p.wav", "t.wav", "p", "t", "EN", "EN", len(name))
+        return Sample(row, 0, f"id-{name}", AudioRef("p", "0" * 64), AudioRef("t", "1" * 64), 42)
+
+    samples = [sample(n) for n in ("ok", "failed", "changed", "refused")]
+    source_dir = tmp_path / "tasks" / "audioshift"
+    source = RunRecorder(source_dir, {"run_name": "m/audioshift"})
+    source.set_samples(samples)
+    data = clone.read_bytes()
+    for s in samples:
+        if s.pair_id == "failed":
+            source.failed(s, "permanent", "HTTP 500", 1)
+        else:
+            source.save_external(s, data, validate_wav(data))
+    source.finish_unrequested({"kind": "test"}, {"protocol": "test"}, seed=42, seed_policy="fixed")
+    (source_dir / samples[2].audio_relpath()).write_bytes(data[:-2])  # changed after it was generated
+    real = derived_module.transform_wav
+
+    def refusing(src, destination, transform):
+        if "id-refused" in str(src):
+            raise RuntimeError(f"ffmpeg failed on {src}: refused")
+        return real(src, destination, transform)
+    monkeypatch.setattr(derived_module, "transform_wav", refusing)
+    run_dir = tmp_path / "tasks" / "compression-narrowband"
+    run = record_derived(run_dir, {"run_name": "m/compression-narrowband"}, "compression-narrowband", "audioshift",
+                         source_dir, samples, Transform.from_spec({"kind": "narrowband"}))
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    rows = {s["pair_id"]: s for s in manifest["samples"]}
+    assert manifest["status"] == "partial" and run.clips == 1 and manifest["counts"] == {"generated": 1,
+                                                                                      "generation_failed": 3}
+    assert rows["failed"]["error"] == "Source sample failed in audioshift"
+    assert rows["failed"]["error_class"] == "source_failed"
+    assert rows["changed"]["error_class"] == "source_unusable"
+    assert "changed since generation" in rows["changed"]["error"]
+    assert rows["refused"]["error_class"] == "transform_failed" and "refused" in rows["refused"]["error"]
+    processed = run_dir / rows["ok"]["audio_path"]
+    assert rows["ok"]["audio_sha256"] == sha256_file(processed) != sha256_file(clone)
+    assert rows["ok"]["target_sha256"] == sha256_file(clone) and rows["ok"]["sample_rate"] == 24000
+    assert rows["ok"]["audio_bytes"] == processed.stat().st_size and rows["ok"]["frames"] > 0
+    provenance = manifest["generation_provenance"]
+    assert provenance["transform"]["transform"] == {"kind": "narrowband", "sample_rate": 24000}
+    assert provenance["sources"]["id-ok"]["sha256"] == sha256_file(clone)
+    assert manifest["derived_from"]["task"] == "audioshift" and manifest["seed_policy"] == "fixed"
+    assert manifest["derived_from"]["run_manifest_sha256"] == sha256_file(source_dir / "run_manifest.json")
+    requested, record = load_requested(run_dir, run.samples)  # scored like any run
+    [item] = [r.item for r in requested if r.item is not None]
+    assert item.generated_path == processed.resolve() and item.generated_sha256 == rows["ok"]["audio_sha256"]
+    assert item.target_path == (source_dir / samples[0].audio_relpath()).resolve()
+    assert item.target_sha256 == sha256_file(clone) and record["run_dir"] == str(run_dir)

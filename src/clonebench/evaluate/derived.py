@@ -9,6 +9,7 @@ upstream keeps it; so do a source clip whose bytes no longer match its recorded 
 
 The processed clips go to ``audio_dir/<speaker>/<file name of the source clip>`` (upstream: ``audio_dir/<file
 name>``; the speaker folder mirrors clonebench's ``generated_audio`` layout, so two speakers' clips never collide).
+``suite.derived_run`` records them, each with its own sha256, as the derived task's own generation run.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ from clonebench.core.hashing import sha256_file
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.transform import Transform, transform_wav
 
+SOURCE_FAILED, SOURCE_CHANGED, TRANSFORM_FAILED = "source_failed", "source_changed", "transform_failed"
+
 
 @dataclass(frozen=True)
 class DerivedItem:
-    """One sample of a derived task: ``item`` to score, or ``error`` when it cannot be scored."""
+    """One sample of a derived task: ``item`` to score, or ``error`` (of kind ``kind``) when it cannot be scored."""
 
     sample_id: str
     item: ScoreItem | None
     error: str | None = None
+    kind: str | None = None       # SOURCE_FAILED | SOURCE_CHANGED | TRANSFORM_FAILED when ``item`` is None
 
 
 def derived_item(source: ScoreItem, destination: Path, destination_sha256: str) -> ScoreItem:
@@ -49,7 +53,7 @@ def derive_items(derived_from: str, transform: Transform, sources: Mapping[str, 
     taken: dict[Path, str] = {}
     for sample_id, source in sources.items():
         if source is None:
-            out.append(DerivedItem(sample_id, None, f"Source sample failed in {derived_from}"))
+            out.append(DerivedItem(sample_id, None, f"Source sample failed in {derived_from}", SOURCE_FAILED))
             continue
         destination = Path(audio_dir) / source.speaker_id / Path(source.generated_path).name
         if destination in taken:
@@ -59,12 +63,13 @@ def derive_items(derived_from: str, transform: Transform, sources: Mapping[str, 
         actual = sha256_file(Path(source.generated_path))
         if actual != source.generated_sha256:
             out.append(DerivedItem(sample_id, None, f"source clip {source.generated_path} in {derived_from} has "
-                                                    f"sha256 {actual}, recorded {source.generated_sha256}"))
+                                                    f"sha256 {actual}, recorded {source.generated_sha256}",
+                                   SOURCE_CHANGED))
             continue
         try:
             digest = transform_wav(Path(source.generated_path), destination, transform)
         except RuntimeError as exc:  # ffmpeg refused this clip: that sample fails, not the task
-            out.append(DerivedItem(sample_id, None, str(exc)))
+            out.append(DerivedItem(sample_id, None, str(exc), TRANSFORM_FAILED))
             continue
         out.append(DerivedItem(sample_id, derived_item(source, destination, digest)))
     return out

@@ -1,8 +1,13 @@
 """The evaluate phase: saved WAVs of one or more runs -> one scorer group at a time (each loaded once for every
-run; cached, batched: evaluate/scoring.py) -> per run CSV, metrics, provenance and a durable progress file."""
+run; cached, batched: evaluate/scoring.py) -> per run CSV, metrics, provenance and a durable progress file.
+
+The runs of one pass may be scored with different protocols (a suite's tasks: ``EvaluationJob.evaluation``): a
+scorer is then loaded once for every run whose protocol configures it the same way (same group, same options),
+so a whole suite loads each model once and starts its CPU pool once."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,7 +30,7 @@ from clonebench.evaluate.threads import available_cores, pin_blas_threads, warn_
 from clonebench.stats.utterance import summarise
 
 if TYPE_CHECKING:
-    from clonebench.evaluate.settings import ScoringSettings
+    from clonebench.evaluate.settings import EvaluationSettings, ScoringSettings
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,7 @@ class EvaluationJob:
     header: dict
     requested: list[Requested] | None = None   # None: read from source_run (load_requested); given: scored as is
     source: dict = field(default_factory=dict)
+    evaluation: EvaluationSettings | None = None  # this run's protocol (a suite task's); None: the pass's settings
     cache: MetricCache | None = None
     rows: dict = field(default_factory=dict)
     scorers: dict = field(default_factory=dict)
@@ -67,20 +73,45 @@ def run_evaluation(settings: ScoringSettings, run_dir: Path, source_run: Path, s
     return run_evaluations(settings, [EvaluationJob(run_dir, source_run, samples, header)])[0]
 
 
+# what one pass shares: a run's protocol may differ in metrics, Whisper's options, seed and bootstrap, not in these
+SHARED = ("device", "batch_size", "cpu_threads", "cpu_workers", "cache_dir")
+
+
+def _protocol(settings: ScoringSettings, job: EvaluationJob) -> EvaluationSettings:
+    return job.evaluation or settings.evaluation
+
+
+def _shared(settings: ScoringSettings, jobs: list[EvaluationJob]) -> EvaluationSettings:
+    """The settings every job of the pass shares (ValueError when a job's protocol changes one of them)."""
+    base = settings.evaluation
+    for job in jobs:
+        differ = [k for k in SHARED if getattr(_protocol(settings, job), k) != getattr(base, k)]
+        if differ:
+            raise ValueError(f"{job.run_dir}: its protocol changes {differ}, which one evaluate pass shares")
+    return base
+
+
+def _job_options(settings: ScoringSettings, job: EvaluationJob, group: str) -> str:
+    """What configures ``group``'s scorer for ``job``: the jobs with equal keys share one loaded scorer."""
+    options = _protocol(settings, job).scorer_options
+    return json.dumps([options["whisper"]["backend"], options[group]], sort_keys=True, default=str)
+
+
 def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> list[dict]:
-    """Score several runs with each scorer loaded once (scorer group outside, runs inside); metrics.json each.
+    """Score several runs with each scorer loaded once per configuration (scorer group outside, runs inside);
+    metrics.json each.
 
     Each run keeps a durable progress file (`clonebench status` reads it after a kill) and a scoring lock."""
     import torch
 
-    evaluation = settings.evaluation
+    evaluation = _shared(settings, jobs)
     started = time.time()
-    groups = groups_for(evaluation.metrics)
+    groups = groups_for(tuple(m for job in jobs for m in _protocol(settings, job).metrics))
     device, warning = resolve_device(evaluation.device)  # a device torch cannot see fails before anything loads
     pool = None
     try:
         for job in jobs:
-            job.progress = ScoringProgress(job.run_dir, groups, job.source_run)
+            job.progress = ScoringProgress(job.run_dir, groups_for(_protocol(settings, job).metrics), job.source_run)
         for job in jobs:
             if job.requested is None:
                 job.requested, job.source = load_requested(job.source_run, job.samples)
@@ -90,9 +121,11 @@ def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> lis
             torch.set_num_threads(evaluation.cpu_threads)
         if device == "cpu":
             warn_if_slow(torch.get_num_threads())  # thread settings that would slow scoring
-        backend = evaluation.scorer_options["whisper"]["backend"]
-        for group in groups:  # missing packages or programs: refused before any scoring
-            scorer_class(group, backend).preflight(evaluation.scorer_options[group])
+        for job in jobs:  # missing packages or programs: refused before any scoring
+            protocol = _protocol(settings, job)
+            for group in groups_for(protocol.metrics):
+                scorer_class(group, protocol.scorer_options["whisper"]["backend"]).preflight(
+                    protocol.scorer_options[group])
         for job in jobs:
             job.progress.ready(len(job.items))
         workers = pool_workers(evaluation.cpu_workers, sum(len(j.items) for j in jobs), available_cores())
@@ -104,8 +137,8 @@ def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> lis
                 write_json(job.run_dir / "scoring_manifest.json", {
                     "schema": "clonebench.scoring/v1", **job.header, "status": "failed", "reasons": [str(exc)],
                     "source_run": job.source, "device": device, "device_warning": warning,
-                    "metric_groups": {m: METRIC_GROUPS[m] for m in evaluation.metrics}, "started_at": started,
-                    "finished_at": time.time()})
+                    "metric_groups": {m: METRIC_GROUPS[m] for m in _protocol(settings, job).metrics},
+                    "started_at": started, "finished_at": time.time()})
             raise
         results = [_write_outputs(settings, job, device, warning, started, workers) for job in jobs]
     except Exception as exc:
@@ -120,6 +153,14 @@ def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> lis
             if job.progress is not None:
                 job.progress.close()  # the scoring lock goes (at once, even when scoring failed)
     return results
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """The settings ``run_group_jobs`` reads for one loaded scorer: its protocol and the hash cache."""
+
+    evaluation: EvaluationSettings
+    hash_cache: Path | None
 
 
 def _score_groups(settings: ScoringSettings, device: str, jobs: list[EvaluationJob], groups: list[str],
@@ -137,14 +178,24 @@ def _score_groups(settings: ScoringSettings, device: str, jobs: list[EvaluationJ
     def shares(group: str) -> bool:  # lets the background run beside it (GPU groups leave the cores)
         return (on_gpu and scorer_class(group, backend).uses_gpu) or shares_cores(group, backend)
 
+    def run_one(group: str, hc: HashCache) -> list[tuple[EvaluationJob, tuple]]:
+        """One load of the scorer per configuration of ``group`` among the jobs that use it."""
+        configurations: dict[str, list[EvaluationJob]] = {}
+        for job in jobs:
+            if group in groups_for(_protocol(settings, job).metrics):
+                configurations.setdefault(_job_options(settings, job, group), []).append(job)
+        out = []
+        for members in configurations.values():
+            scoring = _Scoring(_protocol(settings, members[0]), settings.hash_cache)
+            per_job = run_group_jobs(group, scoring, device, [(j.items, j.cache, j.progress) for j in members], hc,
+                                     pool)
+            out += list(zip(members, per_job))
+        return out
+
     hash_cache = HashCache(settings.hash_cache)
     try:
-        for group, per_job in run_groups(
-                groups, beside,
-                lambda g, hc: run_group_jobs(g, settings, device, [(j.items, j.cache, j.progress) for j in jobs], hc,
-                                             pool),
-                hash_cache, settings.hash_cache, shares):
-            for job, (provenance, results) in zip(jobs, per_job):
+        for group, scored in run_groups(groups, beside, run_one, hash_cache, settings.hash_cache, shares):
+            for job, (provenance, results) in scored:
                 job.scorers[group] = provenance
                 for sample_id, record in results.items():
                     if record.ok:
@@ -157,7 +208,7 @@ def _score_groups(settings: ScoringSettings, device: str, jobs: list[EvaluationJ
 
 def _write_outputs(settings: ScoringSettings, job: EvaluationJob, device: str, warning: str | None, started: float,
                    workers: int) -> dict:
-    evaluation = settings.evaluation
+    evaluation = _protocol(settings, job)
     ordered = [job.rows[r.sample.sample_id] for r in job.requested]
     not_scored = {g: p["reason"] for g, p in job.scorers.items() if p.get("status") == "not_run"}
     reasons = list(not_scored.values())

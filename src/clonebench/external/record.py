@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.core.hashing import sha256_bytes
-from clonebench.data.identity import digest, input_fingerprint
+from clonebench.data.identity import digest
 from clonebench.external.pair_sets import PairSet
 from clonebench.external.submitted import FolderCheck
 from clonebench.generate.recorder import RunRecorder
@@ -43,15 +43,8 @@ def record_external(run_dir: Path, header: dict, pair_set: PairSet, check: Folde
                                   "bytes": len(data)}
     fields = {"kind": "external_folder", "task": pair_set.task,
               "files_sha256": digest(sorted((oid, f["sha256"]) for oid, f in files.items()))}
-    input_fp, generation_fp = input_fingerprint(samples), digest(fields)
-    recorder.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
     summary = {k: v for k, v in check.as_dict().items() if k != "files"}
-    recorder.extra.update({
-        "measure": "quality", "seed": None, "seed_policy": SEED_POLICY, "seed_honoured": None,
-        "effective_sampling": None, "fingerprints": {"input": input_fp, "generation": generation_fp},
-        "generation_fingerprint_fields": fields, "pair_set": pair_set.origin,
-        "generation_provenance": {"protocol": "external", "note": EXTERNAL_NOTE, "folder": str(check.folder),
-                                  "task": pair_set.task, "files": files, "check": summary},
-    })
-    recorder.finish()
+    recorder.finish_unrequested(fields, {"protocol": "external", "note": EXTERNAL_NOTE, "folder": str(check.folder),
+                                         "task": pair_set.task, "files": files, "check": summary},
+                                seed=None, seed_policy=SEED_POLICY, seed_honoured=None, pair_set=pair_set.origin)
     return recorder

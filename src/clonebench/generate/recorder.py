@@ -20,6 +20,7 @@ from clonebench.core.hashing import sha256_bytes, sha256_file
 from clonebench.core.records import Attempt, RunStatus, Sample, SampleOutcome, SampleStatus
 from clonebench.core.redact import redact
 from clonebench.data.audio import WavInfo
+from clonebench.data.identity import digest, input_fingerprint
 from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, Journal
 
 SCHEMA = "clonebench.run/v1"
@@ -88,10 +89,13 @@ class RunRecorder:
             ttfb_s=None if attempts[-1].ttfb_s is None else round(attempts[-1].ttfb_s, 6),
             rtf=round((attempts[-1].duration_s or 0.0) / info.duration_s, 6) if attempts[-1].ttfb_s is not None else None))
 
-    def save_external(self, sample: Sample, body: bytes, info: WavInfo) -> None:
-        """Save a WAV made outside clonebench (``clonebench score``): no request, no attempt, no synthesis time."""
-        rel = sample.audio_relpath()
-        atomic_write_bytes(self.run_dir / rel, body)
+    def save_external(self, sample: Sample, body: bytes, info: WavInfo, written: str | None = None) -> None:
+        """Save a WAV that was not requested here: no request, no attempt, no synthesis time. A file made outside
+        clonebench (``clonebench score``) is written to the sample's place; ``written``: the path, relative to the
+        run, where the WAV ``body`` already lies (a derived task's processed clip), recorded as it is."""
+        rel = written or sample.audio_relpath()
+        if written is None:
+            atomic_write_bytes(self.run_dir / rel, body)
         self._set(SampleOutcome(
             sample.sample_id, sample.pair_id, sample.speaker_id, SampleStatus.GENERATED, audio_path=rel,
             audio_sha256=sha256_bytes(body), audio_bytes=len(body), sample_rate=info.sample_rate, frames=info.frames,
@@ -122,6 +126,17 @@ class RunRecorder:
                                 attempts=attempts, error_class=error_class, error=redact(error)))
 
     # -- run -----------------------------------------------------------------------------------
+    def finish_unrequested(self, fields: dict[str, Any], provenance: dict[str, Any], **extra: Any) -> RunStatus:
+        """Finish a run none of whose audio was requested here (a folder made outside clonebench, a derived task's
+        processed clips): the fingerprints (the samples' inputs; ``fields``' digest as the generation fingerprint)
+        journaled, ``generation_provenance`` and ``extra`` (seed, seed policy, ...) in the manifest."""
+        input_fp, generation_fp = input_fingerprint(self.samples), digest(fields)
+        self.journal.append("fingerprints", input=input_fp, generation=generation_fp, generation_fields=fields)
+        self.extra.update({"measure": "quality", "effective_sampling": None, **extra,
+                           "fingerprints": {"input": input_fp, "generation": generation_fp},
+                           "generation_fingerprint_fields": fields, "generation_provenance": provenance})
+        return self.finish()
+
     def counts(self) -> dict[str, int]:
         counter = Counter(o.status.value for o in self.outcomes.values())
         if self.input_failures:

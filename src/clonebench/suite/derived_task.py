@@ -3,11 +3,13 @@
 A derived task has no pairs of its own: every generated clip of its source task goes through the transform (a
 codec round trip, a telephone band; ``evaluate.transform``, byte-equal to rvcbench's ``transform_audio``) and the
 processed clip is scored against the unprocessed clone it came from (``evaluate.derived``: rvcbench 2.2.1's
-``_derived_rows``), with the derived task's own metrics (``task_settings``). The result is an evaluated run in
-``tasks/<derived task>/`` like any task's: ``scoring_manifest.json`` (its ``source_run`` is the source task's
-generation run, so coverage and failures are the source's), the per-sample CSV, ``metrics.json``; the processed
-clips sit in its ``generated_audio/``. Running again re-derives the clips (ffmpeg is deterministic: the same bytes)
-and the metric cache, keyed by content, scores nothing twice.
+``_derived_rows``), with the derived task's own metrics (``task_settings``). As in rvcbench, the derived task is a
+run of its own in ``tasks/<derived task>/`` (``derived_run``): its journal, the processed clips in
+``generated_audio/`` and ``run_manifest.json`` (each processed clip's sha256, the source clip it came from, the
+transform record, ``derived_from`` naming the source run); it is then scored like any run, so its per-sample CSV,
+``metrics.json``, ``scoring_manifest.json`` (whose ``source_run`` is the derived run itself) and the suite's
+results and ``submission.json`` record the processed clips' hashes. Running again re-derives the clips (ffmpeg is
+deterministic: the same bytes) and the metric cache, keyed by content, scores nothing twice.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from clonebench.core.records import AudioRef
 from clonebench.suite.definition import Suite, Task
 
 log = logging.getLogger(__name__)
@@ -54,38 +55,30 @@ def check_derived_tasks(suite: Suite) -> None:
 
 def score_derived_task(suite: Suite, task: Task, source_run: Path | None, samples: list | None, task_dir: Path,
                        settings, header: dict) -> DerivedOutcome:
-    """Transform ``source_run``'s generated audio as ``task.transform`` says and score it into ``task_dir``.
+    """Transform ``source_run``'s generated audio as ``task.transform`` says into ``task_dir``, recorded as the
+    derived task's own run (``derived_run.record_derived``), and score that run.
 
     ``source_run``: the source task's generation run (None when it was not generated); ``samples``: the source
     task's samples (its input fingerprint is checked against that run's); ``settings``: the suite run's."""
-    from clonebench.evaluate.derived import derive_items
-    from clonebench.evaluate.inputs import Requested, load_requested
+    from clonebench.evaluate.inputs import load_requested
     from clonebench.evaluate.phase import EvaluationJob, run_evaluations
-    from clonebench.evaluate.transform import fingerprint
+    from clonebench.suite.derived_run import RULE, record_derived
     from clonebench.suite.protocol import protocol_record, task_evaluation
 
     source = str(task.derived_from)
     if source_run is None or samples is None:
         return DerivedOutcome(task.name, source, None, f"source task {source} was not generated")
     transform = transform_of(suite, task)
-    requested, source_record = load_requested(source_run, samples)
-    derived = derive_items(source, transform, {r.sample.sample_id: r.item for r in requested},
-                           task_dir / "generated_audio")
-    job_requested = []
-    for req, item in zip(requested, derived):
-        sample = req.sample
-        if req.item is not None:  # the derived pair's target is the unprocessed clone (the CSV says so)
-            target = AudioRef(f"{source} clone {sample.pair_id}", req.item.generated_sha256, req.item.generated_path)
-            sample = dataclasses.replace(sample, target=target)
-        job_requested.append(Requested(sample, req.outcome, item.item, req.problem or item.error))
+    run = record_derived(task_dir, header, task.name, source, source_run, samples, transform)
+    # scored like any run: the processed clips (and their hashes) as the derived run recorded them
+    requested, record = load_requested(task_dir, run.samples)
     protocol = task_evaluation(settings.evaluation, suite, task)
     evaluated = dataclasses.replace(settings, evaluation=protocol)
     job_header = {**header, "task_evaluation": protocol_record(protocol, suite, task),
-        "derived_task": {"derived_from": source, "rule": "rvcbench 2.2.1 _derived_rows: the processed clone scored "
-                         "against the unprocessed clone", "transform": fingerprint(transform)}}
-    job = EvaluationJob(task_dir, source_run, samples, job_header, requested=job_requested,
-                        source={**source_record, "derived_from": source})
+                  "derived_task": {"derived_from": source, "rule": RULE, "transform": run.transform}}
+    job = EvaluationJob(task_dir, task_dir, run.samples, job_header, requested=requested,
+                        source={**record, "derived_from": run.derived_from})
     log.info("suite %s: derived task %s (%s of %s, %d clips)", suite.name, task.name, transform.describe(), source,
-             sum(1 for d in derived if d.item is not None))
+             run.clips)
     metrics = run_evaluations(evaluated, [job])[0]
     return DerivedOutcome(task.name, source, task_dir, None, metrics["status"])

@@ -65,6 +65,7 @@ class EcapaScorer(Scorer):
                                                       overrides={"pretrained_path": directory},
                                                       run_opts={"device": self.device})
         self._model.eval()
+        self._embeddings: dict[str, object] = {}
 
     def load_clip(self, path: Path):
         """The 16 kHz mono tensor ``Pretrained.load_audio(path)`` returns (on the model's device)."""
@@ -83,13 +84,17 @@ class EcapaScorer(Scorer):
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         import torch
 
-        embeddings: dict[str, object] = {}  # by file sha256: the same clip is embedded once per call
+        # by content (sha256): a clip is embedded once for the scorer's life, however many pairs, tasks or runs of
+        # one evaluate pass use it (a target shared by several tasks; a derived task's unprocessed clone, the
+        # source task's generated clip). An embedding is computed alone, so reusing it changes no bit.
+        embeddings = self._embeddings
+        local: dict[str, object] = {}  # a clip known only by its path: once per call
 
         def embedding(path: Path, sha256: str):
-            key = sha256 or str(path)
-            if key not in embeddings:
-                embeddings[key] = self.embed(path)
-            return embeddings[key]
+            memo, key = (embeddings, sha256) if sha256 else (local, str(path))
+            if key not in memo:
+                memo[key] = self.embed(path)
+            return memo[key]
 
         threshold = self.options["threshold"]
         records = []
@@ -102,6 +107,7 @@ class EcapaScorer(Scorer):
         return records
 
     def release(self) -> None:
+        self._embeddings = {}
         super().release()
         import shutil
         shutil.rmtree(getattr(self, "_savedir", ""), ignore_errors=True)
