@@ -21,6 +21,7 @@ from pathlib import Path
 
 from clonebench.core.hashing import sha256_file
 from clonebench.evaluate.base import ScoreItem
+from clonebench.evaluate.overlap import map_items
 from clonebench.evaluate.transform import Transform, transform_wav
 
 SOURCE_FAILED, SOURCE_CHANGED, TRANSFORM_FAILED = "source_failed", "source_changed", "transform_failed"
@@ -49,27 +50,33 @@ def derive_items(derived_from: str, transform: Transform, sources: Mapping[str, 
 
     ``sources``: sample id -> the source task's score item, or None when that sample has no generated clip.
     Call ``transform.check_ffmpeg([transform])`` first (a missing encoder is refused before any scoring)."""
-    out: list[DerivedItem] = []
+    out: dict[str, DerivedItem] = {}
     taken: dict[Path, str] = {}
+    work: list[tuple[str, ScoreItem, Path]] = []
     for sample_id, source in sources.items():
         if source is None:
-            out.append(DerivedItem(sample_id, None, f"Source sample failed in {derived_from}", SOURCE_FAILED))
+            out[sample_id] = DerivedItem(sample_id, None, f"Source sample failed in {derived_from}", SOURCE_FAILED)
             continue
         destination = Path(audio_dir) / source.speaker_id / Path(source.generated_path).name
         if destination in taken:
             raise ValueError(f"{derived_from}: samples {taken[destination]} and {sample_id} would both be written "
                              f"to {destination}")
         taken[destination] = sample_id
+        work.append((sample_id, source, destination))
+
+    def derive(entry: tuple[str, ScoreItem, Path]) -> DerivedItem:
+        sample_id, source, destination = entry
         actual = sha256_file(Path(source.generated_path))
         if actual != source.generated_sha256:
-            out.append(DerivedItem(sample_id, None, f"source clip {source.generated_path} in {derived_from} has "
-                                                    f"sha256 {actual}, recorded {source.generated_sha256}",
-                                   SOURCE_CHANGED))
-            continue
+            return DerivedItem(sample_id, None, f"source clip {source.generated_path} in {derived_from} has sha256 "
+                                                f"{actual}, recorded {source.generated_sha256}", SOURCE_CHANGED)
         try:
             digest = transform_wav(Path(source.generated_path), destination, transform)
         except RuntimeError as exc:  # ffmpeg refused this clip: that sample fails, not the task
-            out.append(DerivedItem(sample_id, None, str(exc), TRANSFORM_FAILED))
-            continue
-        out.append(DerivedItem(sample_id, derived_item(source, destination, digest)))
-    return out
+            return DerivedItem(sample_id, None, str(exc), TRANSFORM_FAILED)
+        return DerivedItem(sample_id, derived_item(source, destination, digest))
+
+    # each clip is its own ffmpeg processes (deterministic bytes): they run side by side on the spare cores
+    for item in map_items(derive, work):
+        out[item.sample_id] = item
+    return [out[sample_id] for sample_id in sources]

@@ -13,10 +13,10 @@ Each model's output folder (``OUT``, or ``OUT/<model>`` with several) is a suite
 
 The folder holds ``<task>__<pair_id>.wav`` (or ``<task>/<pair_id>.wav``) for every pair of every generated task
 (``clonebench prompts --suite``); derived tasks (codec, narrowband) need no file. Every problem of every folder
-is found before anything is written (``score_folders.plan``). Scoring: the tasks' jobs of every model are grouped
-by protocol (metrics, WER normalisation, seed, bootstrap: ``evaluate.task_settings``) and each group is one
-evaluate phase, so each scorer is loaded once per protocol for all models and tasks; derived tasks follow, from
-each model's recorded source task. ``--resume`` as for a manifest: same request (suite, selection, data root,
+is found before anything is written (``score_folders.plan``). Each model's derived tasks are made from its recorded
+source task first; then every model's and task's job, each with its task's protocol (metrics, WER normalisation,
+seed, bootstrap: ``suite.protocol``), is scored in one evaluate pass: each scorer loads once for all the jobs whose
+protocols configure it alike (``evaluate.phase``), and the CPU pool starts once. ``--resume`` as for a manifest: same request (suite, selection, data root,
 folder, scorer settings), every file checked again, unchanged audio a metric-cache hit.
 """
 
@@ -44,8 +44,7 @@ log = logging.getLogger(__name__)
 class _Job:
     system: int
     task: str
-    protocol: object          # the task's EvaluationSettings
-    job: EvaluationJob
+    job: EvaluationJob        # its ``evaluation`` is the task's protocol
 
 
 def check_protocols(settings, suite: Suite) -> None:
@@ -80,8 +79,8 @@ def _record(k: int, system: System, header: dict, suite: Suite, source: str, pai
             continue
         protocol = task_evaluation(settings.evaluation, suite, task)
         job_header = {**theader, "task_evaluation": protocol_record(protocol, suite, task)}
-        jobs.append(_Job(k, task.name, protocol, EvaluationJob(task_dir, task_dir, list(pair_set.samples),
-                                                               job_header)))
+        jobs.append(_Job(k, task.name, EvaluationJob(task_dir, task_dir, list(pair_set.samples), job_header,
+                                                     evaluation=protocol)))
     return record, jobs
 
 
@@ -130,33 +129,35 @@ def external_folder(settings, suite: Suite, record: SuiteRecord) -> ExternalSuit
 
 
 def _score(settings, jobs: list[_Job]) -> dict[tuple[int, str], dict]:
-    """Each protocol's jobs (every model, every task with that protocol) in one evaluate phase."""
-    groups: dict[str, list[_Job]] = {}
-    for job in jobs:
-        groups.setdefault(repr(job.protocol), []).append(job)
-    out = {}
-    for group in groups.values():
-        evaluated = dataclasses.replace(settings, evaluation=group[0].protocol)
-        for job, metrics in zip(group, run_evaluations(evaluated, [j.job for j in group])):
-            out[(job.system, job.task)] = metrics
-    return out
+    """Every job (every model, every task, derived tasks too) in one evaluate pass: each scorer loads once for all
+    the tasks whose protocols configure it alike, the CPU pool starts once."""
+    return {(job.system, job.task): metrics
+            for job, metrics in zip(jobs, run_evaluations(settings, [j.job for j in jobs]))} if jobs else {}
 
 
-def _derive(settings, suite: Suite, system: System, record: SuiteRecord, pair_sets: list[PairSet],
-            header: dict) -> None:
-    from clonebench.suite.derived_task import score_derived_task
+def _derived_jobs(k: int, settings, suite: Suite, system: System, record: SuiteRecord, pair_sets: list[PairSet],
+                  header: dict) -> list[_Job]:
+    """Each derived task made from the system's recorded source clips as a run of its own (before any scoring:
+    it needs the clips, not their scores); the jobs that score them."""
+    from clonebench.suite.derived_task import derived_job
 
-    samples = {p.task: list(p.samples) for p in pair_sets}
+    sets = {p.task: p for p in pair_sets}
+    usable = {c.task for c in system.checks if c.usable()}
+    jobs = []
     for task in suite.tasks:
         if not task.derived:
             continue
         source_dir = system.out_dir / TASKS_DIR / str(task.derived_from)
-        source_ok = record.payload["tasks"].get(task.derived_from, {}).get("evaluation") is not None
-        outcome = score_derived_task(suite, task, source_dir if source_ok else None, samples[task.derived_from],
-                                     system.out_dir / TASKS_DIR / task.name, settings,
-                                     task_header(header, suite, task.name, None))
-        record.task(task.name, derived_from=outcome.source_task, reason=outcome.reason, evaluation=outcome.status,
-                    run_dir=str(outcome.run_dir) if outcome.run_dir else None)
+        source_set = sets.get(str(task.derived_from))
+        job, reason = derived_job(suite, task, source_dir if task.derived_from in usable else None,
+                                  list(source_set.samples) if source_set else None,
+                                  system.out_dir / TASKS_DIR / task.name, settings.evaluation,
+                                  task_header(header, suite, task.name, None))
+        record.task(task.name, derived_from=str(task.derived_from), reason=reason,
+                    run_dir=str(job.run_dir) if job else None)
+        if job is not None:
+            jobs.append(_Job(k, task.name, job))
+    return jobs
 
 
 def _summary(system: System, suite: Suite, pair_sets: list[PairSet], results) -> dict:
@@ -183,7 +184,8 @@ def score_suite_systems(settings, header: dict, suite: Suite, source: str, pair_
         for k, (system, request) in enumerate(zip(systems, requests)):
             record, system_jobs = _record(k, system, header, suite, source, pair_sets, request, settings)
             records.append(stack.enter_context(record))  # failed/interrupted recorded on the way out
-            jobs += system_jobs
+            jobs += system_jobs + _derived_jobs(k, settings, suite, system, record, pair_sets,
+                                                {**header, "run_name": system.model})
         scored = _score(settings, jobs)
         summaries = []
         for k, (system, record) in enumerate(zip(systems, records)):
@@ -191,7 +193,6 @@ def score_suite_systems(settings, header: dict, suite: Suite, source: str, pair_
                 if (k, task.name) in scored:
                     metrics = scored[(k, task.name)]
                     record.task(task.name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
-            _derive(settings, suite, system, record, pair_sets, {**header, "run_name": system.model})
             results = write_suite_outputs(system.out_dir)
             record.finish(results.status)
             summaries.append(_summary(system, suite, pair_sets, results))

@@ -53,32 +53,42 @@ def check_derived_tasks(suite: Suite) -> None:
         check_ffmpeg(transforms)
 
 
-def score_derived_task(suite: Suite, task: Task, source_run: Path | None, samples: list | None, task_dir: Path,
-                       settings, header: dict) -> DerivedOutcome:
+def derived_job(suite: Suite, task: Task, source_run: Path | None, samples: list | None, task_dir: Path,
+                evaluation, header: dict):
     """Transform ``source_run``'s generated audio as ``task.transform`` says into ``task_dir``, recorded as the
-    derived task's own run (``derived_run.record_derived``), and score that run.
+    derived task's own run (``derived_run.record_derived``); the evaluate job that scores that run with the task's
+    protocol (``evaluation``: the suite run's settings), or (None, why there is none).
 
     ``source_run``: the source task's generation run (None when it was not generated); ``samples``: the source
-    task's samples (its input fingerprint is checked against that run's); ``settings``: the suite run's."""
+    task's samples (its input fingerprint is checked against that run's)."""
     from clonebench.evaluate.inputs import load_requested
-    from clonebench.evaluate.phase import EvaluationJob, run_evaluations
+    from clonebench.evaluate.phase import EvaluationJob
     from clonebench.suite.derived_run import RULE, record_derived
     from clonebench.suite.protocol import protocol_record, task_evaluation
 
     source = str(task.derived_from)
     if source_run is None or samples is None:
-        return DerivedOutcome(task.name, source, None, f"source task {source} was not generated")
+        return None, f"source task {source} was not generated"
     transform = transform_of(suite, task)
     run = record_derived(task_dir, header, task.name, source, source_run, samples, transform)
     # scored like any run: the processed clips (and their hashes) as the derived run recorded them
     requested, record = load_requested(task_dir, run.samples)
-    protocol = task_evaluation(settings.evaluation, suite, task)
-    evaluated = dataclasses.replace(settings, evaluation=protocol)
+    protocol = task_evaluation(evaluation, suite, task)
     job_header = {**header, "task_evaluation": protocol_record(protocol, suite, task),
                   "derived_task": {"derived_from": source, "rule": RULE, "transform": run.transform}}
-    job = EvaluationJob(task_dir, task_dir, run.samples, job_header, requested=requested,
-                        source={**record, "derived_from": run.derived_from})
     log.info("suite %s: derived task %s (%s of %s, %d clips)", suite.name, task.name, transform.describe(), source,
              run.clips)
-    metrics = run_evaluations(evaluated, [job])[0]
-    return DerivedOutcome(task.name, source, task_dir, None, metrics["status"])
+    return EvaluationJob(task_dir, task_dir, run.samples, job_header, requested=requested,
+                         source={**record, "derived_from": run.derived_from}, evaluation=protocol), None
+
+
+def score_derived_task(suite: Suite, task: Task, source_run: Path | None, samples: list | None, task_dir: Path,
+                       settings, header: dict) -> DerivedOutcome:
+    """``derived_job`` scored on its own (one evaluate pass for this task)."""
+    from clonebench.evaluate.phase import run_evaluations
+
+    job, reason = derived_job(suite, task, source_run, samples, task_dir, settings.evaluation, header)
+    if job is None:
+        return DerivedOutcome(task.name, str(task.derived_from), None, reason)
+    metrics = run_evaluations(settings, [job])[0]
+    return DerivedOutcome(task.name, str(task.derived_from), task_dir, None, metrics["status"])

@@ -10,7 +10,9 @@ is checked against the length limit and the adversary's reference rule; one erro
 reference-check gate runs once, in the first task that sends requests (``SharedGate``). ``vc.resume_from=<suite
 dir>`` resumes each task from the newest run of it in that suite's chain; ``+vc.evaluate_only=true
 +vc.evaluation.generated_audio_dir=<suite dir>`` scores a generated suite into a new one (a folder of WAVs made
-outside clonebench instead is checked and recorded per task: ``score_suite.ExternalSuiteFolder``).
+outside clonebench instead is checked and recorded per task: ``score_suite.ExternalSuiteFolder``). Every task is
+generated (and every derived task made) first; then all are scored in one evaluate pass, each with its task's
+protocol, each scorer loaded once for the tasks whose protocols configure it alike.
 """
 
 from __future__ import annotations
@@ -147,22 +149,25 @@ def _run(settings: RunSettings, suite: Suite, suite_dir: Path, header: dict, rec
     external = external_source(settings, suite, record) if external_source is not None else None
     origins = task_origins(settings.vc.resume_from, names)
     done: set[str] = set()
+    jobs: list = []  # (task, EvaluationJob): every task scored in one pass once all are generated
     # opened after the check pass committed what it validated: each task's files are then known, not read again
     checked = AudioCheckCache(settings.hash_cache) if settings.hash_cache else None
     run = _SuiteRun(settings, suite, suite_dir, header, record, origins, SharedGate(), score, checked, external)
     try:
         for name in names:
-            source, samples = _run_task(run, name)
+            source, samples, job = _run_task(run, name)
+            jobs += [(name, job)] if job is not None else []
             for task in suite.tasks:  # its derived tasks now, while its samples are at hand
                 if task.derived and task.derived_from == name:
-                    _derived(run, task, source, samples)
+                    jobs += _derived(run, task, source, samples)
                     done.add(task.name)
     finally:
         if checked is not None:
             checked.close()
     for task in suite.tasks:
         if task.derived and task.name not in done:
-            _derived(run, task, None, None)
+            jobs += _derived(run, task, None, None)
+    _score(run, jobs)
     results = write_suite_outputs(suite_dir)
     return SuiteRunResult(suite_dir, results.status, {t.name: t.status_line() for t in results.tasks},
                           console_table(results))
@@ -184,27 +189,39 @@ class _SuiteRun:
     external: Any = None                     # evaluate_only on a folder made outside clonebench (ExternalSource)
 
 
-def _derived(run: _SuiteRun, task, source: Path | None, samples: list | None) -> None:
-    """Score one derived task from its source task's generated audio (or record why it is not scored)."""
-    from clonebench.suite.derived_task import score_derived_task
+def _derived(run: _SuiteRun, task, source: Path | None, samples: list | None) -> list:
+    """One derived task made from its source task's generated audio as a run of its own: [(task, its scoring
+    job)], or [] with the reason recorded."""
+    from clonebench.suite.derived_task import derived_job
 
-    settings, suite, suite_dir, header, record, score = (run.settings, run.suite, run.suite_dir, run.header,
-                                                         run.record, run.score)
+    if not run.score:
+        run.record.task(task.name, derived_from=task.derived_from, run_dir=None,
+                        reason="not scored: generate-only or timing run (derived tasks are made at scoring time)")
+        return []
+    task_dir = run.suite_dir / TASKS_DIR / task.name
+    job, reason = derived_job(run.suite, task, source, samples, task_dir, run.settings.evaluation,
+                              task_header(run.header, run.suite, task.name, None))
+    run.record.task(task.name, derived_from=task.derived_from, reason=reason,
+                    run_dir=str(task_dir) if job is not None else None)
+    return [(task.name, job)] if job is not None else []
 
-    if not score:
-        record.task(task.name, derived_from=task.derived_from, run_dir=None,
-                    reason="not scored: generate-only or timing run (derived tasks are made at scoring time)")
+
+def _score(run: _SuiteRun, jobs: list) -> None:
+    """Every task's job in one evaluate pass (each scorer loaded once for the tasks whose protocols configure it
+    alike, the CPU pool started once); each task's outcome in the suite record."""
+    from clonebench.evaluate.phase import run_evaluations
+
+    if not jobs:
         return
-    outcome = score_derived_task(suite, task, source, samples, suite_dir / TASKS_DIR / task.name, settings,
-                                 task_header(header, suite, task.name, None))
-    record.task(task.name, derived_from=outcome.source_task, reason=outcome.reason, evaluation=outcome.status,
-                run_dir=str(outcome.run_dir) if outcome.run_dir else None)
+    for (name, _), metrics in zip(jobs, run_evaluations(run.settings, [job for _, job in jobs])):
+        run.record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
 
 
-def _run_task(run: _SuiteRun, name: str) -> tuple[Path | None, list]:
-    """Generate (unless evaluate_only) and score (unless generate_only) one task; its generation run (if any) and
-    its samples. ``run.external``: evaluate_only on a folder made outside clonebench (``score_suite``)."""
-    from clonebench.evaluate.phase import run_evaluation
+def _run_task(run: _SuiteRun, name: str) -> tuple[Path | None, list, object]:
+    """Generate one task (unless evaluate_only); its generation run (if any), its samples and the job that scores
+    it (None when generate-only or nothing was generated). ``run.external``: evaluate_only on a folder made
+    outside clonebench (``score_suite``)."""
+    from clonebench.evaluate.phase import EvaluationJob
     from clonebench.generate.phase import run_generation
     from clonebench.suite.protocol import protocol_record, task_evaluation
 
@@ -228,10 +245,9 @@ def _run_task(run: _SuiteRun, name: str) -> tuple[Path | None, list]:
         record.task(name, generation=recorder.status.value, counts=recorder.counts(),
                     resumed_from=str(origins[name]) if name in origins else None)
         source = task_dir if recorder.status in (RunStatus.GENERATED, RunStatus.PARTIAL) else None
-    if score and source is not None:
-        protocol = task_evaluation(settings.evaluation, suite, ts.task)
-        evaluated = dataclasses.replace(settings, evaluation=protocol)
-        metrics = run_evaluation(evaluated, task_dir, source, ts.samples,
-                                 {**theader, "task_evaluation": protocol_record(protocol, suite, ts.task)})
-        record.task(name, evaluation=metrics["status"], reasons=metrics["reasons"][:20])
-    return source, ts.samples
+    if not score or source is None:
+        return source, ts.samples, None
+    protocol = task_evaluation(settings.evaluation, suite, ts.task)
+    return source, ts.samples, EvaluationJob(
+        task_dir, source, ts.samples, {**theader, "task_evaluation": protocol_record(protocol, suite, ts.task)},
+        evaluation=protocol)
