@@ -199,6 +199,24 @@ def _tree_rss_kib(root: int) -> int:
     return total
 
 
+def tree_peak_sampler(pid: int):
+    """Sample the RSS sum of ``pid``'s process tree every 20 ms: ([peak KiB], stop()); stop() ends the sampling."""
+    peak, done = [0], threading.Event()
+
+    def sample():
+        while not done.wait(0.02):
+            peak[0] = max(peak[0], _tree_rss_kib(pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+
+    def stop() -> None:
+        done.set()
+        sampler.join()
+
+    return peak, stop
+
+
 def run_worker(kind: str, spec: dict, work: Path, index: int) -> dict:
     spec = {**spec, "out": str(work / f"{kind}{index}.json"), "results": str(work / f"results-{kind}{index}")}
     spec_file = work / f"{kind}{index}.spec.json"
@@ -207,19 +225,11 @@ def run_worker(kind: str, spec: dict, work: Path, index: int) -> dict:
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(spec_file)],
                                cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak, done = [0], threading.Event()
-
-    def sample():
-        while not done.wait(0.02):
-            peak[0] = max(peak[0], _tree_rss_kib(process.pid))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    peak, stop = tree_peak_sampler(process.pid)
     stderr = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
-    done.set()
-    sampler.join()
+    stop()
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise SystemExit(f"{kind} worker failed ({process.returncode}):\n{stderr[-5000:]}")

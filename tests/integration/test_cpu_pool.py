@@ -14,7 +14,7 @@ import pytest
 from clonebench.core.hashing import HashCache
 from clonebench.evaluate import overlap
 from clonebench.evaluate.cache import MetricCache
-from clonebench.evaluate.cpu_pool import POOL_MIN_ITEMS, CpuPool, pool_workers
+from clonebench.evaluate.cpu_pool import POOL_MIN_CORES, POOL_MIN_ITEMS, CpuPool, pool_workers
 from clonebench.evaluate.registry import scorer_class
 from clonebench.evaluate.scoring import run_group
 from tests.conftest import score_item
@@ -26,6 +26,7 @@ OPTIONS = {"mcd": {}, "dnsmos": {"local_dir": None}, "stoi": {}, "whisper": {"ba
 def test_pool_size_follows_the_setting_and_the_host(monkeypatch):
     assert pool_workers(None, POOL_MIN_ITEMS - 1, 16) == 0  # a small run: starting workers costs more than it saves
     assert pool_workers(None, POOL_MIN_ITEMS, 16) == 16 and pool_workers(None, 500, 1) == 0
+    assert pool_workers(None, 500, POOL_MIN_CORES - 1) == 0 and pool_workers(None, 500, POOL_MIN_CORES) == POOL_MIN_CORES
     assert pool_workers(0, 500, 16) == 0 and pool_workers(3, 1, 16) == 3
     monkeypatch.setattr(overlap.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
     monkeypatch.setattr(overlap, "_state", {"gpu_foreground": True, "in_worker": False})

@@ -15,8 +15,11 @@ thread, torch gets one), which for STOI is the thread count its fingerprint reco
 
 How many chunks are in flight at once follows ``overlap.spare_cores()``: one worker beside CPU groups that share
 their cores, all cores but those left to the GPU groups beside GPU groups, every core once the foreground is
-done. ``evaluation.cpu_workers`` caps the pool (0: no pool; null: every core, and only for runs of at least
-``POOL_MIN_ITEMS`` items, below which starting the workers costs more than it saves).
+done. ``evaluation.cpu_workers`` caps the pool (0: no pool; null: every core, and only on hosts of at least
+``POOL_MIN_CORES`` cores and for runs of at least ``POOL_MIN_ITEMS`` items, below which starting the workers costs
+more than it saves). In a worker STOI computes on one torch thread (its fingerprint says so), where an in-process
+run and rvcbench use torch's default thread count: the float32 results may then differ in the last bit from
+rvcbench's; ``evaluation.cpu_workers=0`` scores in this process, equal to rvcbench's to the bit.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ from clonebench.core.errors import ClonebenchError
 from clonebench.evaluate import overlap
 
 POOL_MIN_ITEMS = 32
+# below this many cores the pool costs more than it gives: on 2 cores a core-v1-shaped suite scored in 78 s wall /
+# 133 s CPU / 4.7 GB with it and 82 s / 115 s / 4.8 GB without (2026-12-02, bench/suite_vs_peer.py), and a small
+# suite's peak memory doubled (each worker loads torch and its scorers)
+POOL_MIN_CORES = 4
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
 _worker: dict[str, Any] = {"hash_cache": None, "scorers": {}}
 
@@ -43,7 +50,7 @@ def pool_workers(setting: int | None, n_items: int, cores: int) -> int:
     """Worker processes for a run: 0 means score in this process (``evaluation.cpu_workers``: None = auto)."""
     if setting is not None:
         return max(0, int(setting))
-    if n_items < POOL_MIN_ITEMS or cores < 2:
+    if n_items < POOL_MIN_ITEMS or cores < POOL_MIN_CORES:
         return 0
     return cores
 
