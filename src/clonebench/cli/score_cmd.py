@@ -10,7 +10,7 @@ Every problem (missing, wrong id, ambiguous, unreadable, empty, non-finite, leak
 printed per id before anything is scored; an id with a problem is a failed sample and the run is partial.
 With several folders each model is written to OUT/<model>/ and, when they are comparable, compared in
 OUT/comparison.{md,tex,csv,json} (``clonebench compare``; for a suite, OUT/comparison/<task>/ per task). With
-``--suite`` each model's output is a suite run scored with each task's own protocol (``score_suite``: suite
+``--suite`` each model's output is a suite run scored with each task's own protocol (``external.score_suite``: suite
 results and rvcbench's submission.json; ``evaluation.metrics`` is then the suite's). Exit status: 0 complete,
 1 partial, 2 refused.
 """

@@ -13,7 +13,7 @@ on ``ext://sys.stdout``), ``hydra.core.utils._save_config`` and ``OmegaConf.save
    ``Basic`` form, so that a message quoting only part of an override is still redacted) and the value of any
    override whose key names a secret (``...key``, ``token``, ``password``, ``secret``, ``auth``...; for
    ``api_key_env``, whose value should be a variable's *name*, only a value that is not one);
-2. replaces ``sys.stdout``/``sys.stderr`` with streams that pass every write through ``redact``;
+2. replaces ``sys.stdout``/``sys.stderr`` with streams that pass every write through ``core.redact``;
 3. makes every log record redacted when it is created (whatever handler Hydra configures later);
 4. makes Hydra's ``_save_config`` and ``OmegaConf.save`` write redacted YAML.
 

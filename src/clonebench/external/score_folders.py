@@ -12,7 +12,7 @@ here. Layout of ``clonebench score --output OUT`` (rvcbench's: one folder per mo
 Every problem is found and printed for every folder before anything is written or scored. ``--resume`` reuses an
 output folder whose request is unchanged: every file is checked and copied again, and the run's metric cache
 makes unchanged audio a cache hit, so only new or changed files are scored. Each model folder is locked while
-it is written. ``score.json`` is this harness's summary. An rvcbench suite is scored by ``score_suite`` (its
+it is written. ``score.json`` is this harness's summary. An rvcbench suite is scored by ``external.score_suite`` (its
 output folder is a suite run, with rvcbench's ``submission.json``), using the same checks and request rules.
 """
 
@@ -160,7 +160,7 @@ def write_summary(system: System, tasks: dict[str, dict], **extra) -> dict:
 def open_outputs(systems: list[System], requests: list[dict], resume: bool) -> Iterator[None]:
     """Every system's output folder refused when used (unless resuming the same request), then locked and given
     its request and check files; the locks are released on the way out. Both folder-scoring paths (pair sets
-    here, suites in ``score_suite``) open their outputs this one way."""
+    here, suites in ``external.score_suite``) open their outputs this one way."""
     for system, request in zip(systems, requests):
         prepare_output(system, request, resume)
     locks = RunLocks()

@@ -9,11 +9,11 @@ Each model's output folder (``OUT``, or ``OUT/<model>`` with several) is a suite
     tasks/<task>/                                              the task's folder recorded as a generation run
                                                                (generation.external) and scored in place
     tasks/<derived task>/                                      its source task's clips transformed and scored
-    suite_results.*, suite_summary.*, submission.json          (report.suite_outputs)
+    suite_results.*, suite_summary.*, submission.json          (suite.outputs)
 
 The folder holds ``<task>__<pair_id>.wav`` (or ``<task>/<pair_id>.wav``) for every pair of every generated task
 (``clonebench prompts --suite``); derived tasks (codec, narrowband) need no file. Every problem of every folder
-is found before anything is written (``score_folders.plan``). Each model's derived tasks are made from its recorded
+is found before anything is written (``external.score_folders.plan``). Each model's derived tasks are made from its recorded
 source task first; then every model's and task's job, each with its task's protocol (metrics, WER normalisation,
 seed, bootstrap: ``suite.protocol``), is scored in one evaluate pass: each scorer loads once for all the jobs whose
 protocols configure it alike (``evaluate.phase``), and the CPU pool starts once. ``--resume`` as for a manifest: same request (suite, selection, data root,

@@ -1,7 +1,7 @@
 """N >= 2 systems on the same pairs: per metric each system's mean and CI, paired differences to a baseline (or
 between all pairs of systems) with speaker-cluster bootstrap CIs and p-values, Holm-Bonferroni adjusted over the
 comparisons of that metric, paired Cohen's dz, the pairs each system wins, and the seed variance of systems
-that were generated several times (``report.stats``, ``report.seed_variance``).
+that were generated several times (``stats.cluster``, ``stats.seed_variance``).
 
 Runs of other pairs, or scored with another scorer protocol (fingerprint: scorer version, code, packages, assets,
 device and threads), are refused, naming what differs; ``allow_incompatible`` shows each system's means without

@@ -5,7 +5,7 @@
   unpaired comparison of two means.
 - **paired** (clonebench): per metric, over the source pairs both tasks hold (same ``pair_id``: same speaker, same
   target text, a different reference condition) with a valid value in both, the mean of task - anchor, its
-  speaker-cluster bootstrap 95 % CI (``report.paired``), and the same as a percentage of the anchor's mean over
+  speaker-cluster bootstrap 95 % CI (``stats.paired``), and the same as a percentage of the anchor's mean over
   those pairs. Tasks with no shared pair (e.g. textshift-hallucination vs textshift-standard) have none, and say so.
 
 Complete tasks also get upstream's ``means`` and ``group_means`` (plain sums over every row), as submission.json

@@ -3,7 +3,7 @@
 A derived task has no pairs of its own: every generated clip of its source task goes through the transform (a
 codec round trip, a telephone band; ``evaluate.transform``, byte-equal to rvcbench's ``transform_audio``) and the
 processed clip is scored against the unprocessed clone it came from (``evaluate.derived``: rvcbench 2.2.1's
-``_derived_rows``), with the derived task's own metrics (``task_settings``). As in rvcbench, the derived task is a
+``_derived_rows``), with the derived task's own metrics (``suite.protocol``). As in rvcbench, the derived task is a
 run of its own in ``tasks/<derived task>/`` (``derived_run``): its journal, the processed clips in
 ``generated_audio/`` and ``run_manifest.json`` (each processed clip's sha256, the source clip it came from, the
 transform record, ``derived_from`` naming the source run); it is then scored like any run, so its per-sample CSV,

@@ -1,8 +1,8 @@
 """The files a suite run ends with, derived from its task runs (``clonebench suite SUITE_DIR`` writes them again):
 
     suite_results.json     per task: status, coverage, failures, metrics with CIs, groups, changes vs the anchor
-    suite_summary.md|.tex|.csv   the summary tables (report.suite_tables)
-    submission.json        rvcbench 2.2.1's schema (report.submission), for ``rvcbench compare``
+    suite_summary.md|.tex|.csv   the summary tables (suite.tables)
+    submission.json        rvcbench 2.2.1's schema (suite.submission), for ``rvcbench compare``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A suite run's results, read back from its task runs: per task the metric means with 95 % CIs and n valid /
 n requested, coverage and failures (rvcbench's fields), ``group_by`` breakdowns, and for tasks with an anchor
-both upstream's relative change and clonebench's paired change (``report.suite_changes``)."""
+both upstream's relative change and clonebench's paired change (``suite.changes``)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class TaskResult:
     group_values: dict[str, dict[str, str]] = field(default_factory=dict)   # pair_id -> {group_by column: value}
     evaluation_fingerprint: str | None = None
     scorer_fingerprints: dict[str, str] = field(default_factory=dict)
-    means: dict[str, float] | None = None     # upstream's task means (complete tasks only; report.suite_changes)
+    means: dict[str, float] | None = None     # upstream's task means (complete tasks only; suite.changes)
     group_means: dict | None = None           # upstream's group means (complete tasks with group_by)
     changes: dict | None = None               # vs the anchor: upstream's relative change and the paired change
 
@@ -176,7 +176,7 @@ def _evaluation_fingerprint(scorers: dict, resamples: int, confidence: float, se
 
 
 def derived_result(suite: Suite, task: Task, entry: dict, source: TaskResult | None) -> TaskResult:
-    """A derived task: scored (evaluate.derived_task) when its run exists, else listed with the reason it is not."""
+    """A derived task: scored (suite.derived_task) when its run exists, else listed with the reason it is not."""
     required = suite.metrics(task)
     run_dir = entry.get("run_dir")
     if run_dir and (Path(run_dir) / "metrics.json").is_file():

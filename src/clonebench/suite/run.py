@@ -5,12 +5,12 @@ adversary and scored with the task's own protocol, each task a resumable run und
     <suite dir>/tasks/<task>/              one run per generated task: run_manifest.json, journal, audio, scores
     <suite dir>/suite_results.{json,md,tex,csv}, submission.json   (clonebench.suite.outputs)
 
-Before any request, every input of every selected task is verified (``data.suite_inputs``) and every reference
+Before any request, every input of every selected task is verified (``suite.inputs``) and every reference
 is checked against the length limit and the adversary's reference rule; one error lists every problem. The
 reference-check gate runs once, in the first task that sends requests (``SharedGate``). ``vc.resume_from=<suite
 dir>`` resumes each task from the newest run of it in that suite's chain; ``+vc.evaluate_only=true
 +vc.evaluation.generated_audio_dir=<suite dir>`` scores a generated suite into a new one (a folder of WAVs made
-outside clonebench instead is checked and recorded per task: ``score_suite.ExternalSuiteFolder``). Every task is
+outside clonebench instead is checked and recorded per task: ``external.score_suite.ExternalSuiteFolder``). Every task is
 generated (and every derived task made) first; then all are scored in one evaluate pass, each with its task's
 protocol, each scorer loaded once for the tasks whose protocols configure it alike.
 """
@@ -220,7 +220,7 @@ def _score(run: _SuiteRun, jobs: list) -> None:
 def _run_task(run: _SuiteRun, name: str) -> tuple[Path | None, list, object]:
     """Generate one task (unless evaluate_only); its generation run (if any), its samples and the job that scores
     it (None when generate-only or nothing was generated). ``run.external``: evaluate_only on a folder made
-    outside clonebench (``score_suite``)."""
+    outside clonebench (``external.score_suite``)."""
     from clonebench.evaluate.phase import EvaluationJob
     from clonebench.generate.phase import run_generation
     from clonebench.suite.protocol import protocol_record, task_evaluation
