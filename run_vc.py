@@ -16,9 +16,7 @@ if (SRC / "clonebench").is_dir() and str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))  # the code of this checkout, even where another checkout is installed
 
 from clonebench.config.hydra_guard import guard_process
-from clonebench.evaluate.threads import quiet_idle_threads
 
-quiet_idle_threads()  # before torch loads its OpenMP runtime: idle workers sleep instead of spinning
 guard_process()  # before Hydra parses the command line: what it prints or writes is redacted from here on
 
 import hydra  # noqa: E402

@@ -8,7 +8,6 @@ import sys
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import TerminalWriter, shown
-from clonebench.evaluate.threads import quiet_idle_threads
 
 SUBCOMMANDS = {
     # name: (module with add_arguments(parser) and run(args) -> int, one-line help)
@@ -41,7 +40,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    quiet_idle_threads()  # before any subcommand loads torch
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     stdout, sys.stdout = sys.stdout, TerminalWriter(sys.stdout)  # manifest and journal text is untrusted

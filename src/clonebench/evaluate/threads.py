@@ -27,17 +27,6 @@ _pin_lock = threading.Lock()
 VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def quiet_idle_threads(environ=os.environ) -> None:
-    """Idle OpenMP threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``), unless a policy was chosen.
-
-    Called by the entry points (``clonebench``, ``run_vc.py``) before torch loads its OpenMP runtime. Scoring runs
-    a CPU group in a second thread beside torch's groups (evaluate/overlap.py), so torch's workers wait often; with
-    the default policy they spin, burning CPU the other thread needs (on 2 cores a core-v1-shaped suite spent 177 s
-    of CPU with spinning and 134 s with passive waits, 2026-12-02, under the same load). How a thread waits decides
-    no number."""
-    environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
