@@ -9,30 +9,20 @@ run of its own in ``tasks/<derived task>/`` (``derived_run``): its journal, the 
 transform record, ``derived_from`` naming the source run); it is then scored like any run, so its per-sample CSV,
 ``metrics.json``, ``scoring_manifest.json`` (whose ``source_run`` is the derived run itself) and the suite's
 results and ``submission.json`` record the processed clips' hashes. Running again re-derives the clips (ffmpeg is
-deterministic: the same bytes) and the metric cache, keyed by content, scores nothing twice.
+deterministic: the same bytes) and the metric cache, keyed by content, scores nothing twice. ``derived_job`` makes
+the run and returns the job that scores it: the suite run and ``clonebench score --suite`` score it in their one
+evaluate pass with every other task.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 from clonebench.suite.definition import Suite, Task
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class DerivedOutcome:
-    """What became of a derived task: its scored run directory, or why it has none."""
-
-    task: str
-    source_task: str
-    run_dir: Path | None
-    reason: str | None
-    status: str | None = None          # the scoring status (complete | partial | failed) when scored
 
 
 def transform_of(suite: Suite, task: Task):
@@ -81,14 +71,3 @@ def derived_job(suite: Suite, task: Task, source_run: Path | None, samples: list
     return EvaluationJob(task_dir, task_dir, run.samples, job_header, requested=requested,
                          source={**record, "derived_from": run.derived_from}, evaluation=protocol), None
 
-
-def score_derived_task(suite: Suite, task: Task, source_run: Path | None, samples: list | None, task_dir: Path,
-                       settings, header: dict) -> DerivedOutcome:
-    """``derived_job`` scored on its own (one evaluate pass for this task)."""
-    from clonebench.evaluate.phase import run_evaluations
-
-    job, reason = derived_job(suite, task, source_run, samples, task_dir, settings.evaluation, header)
-    if job is None:
-        return DerivedOutcome(task.name, str(task.derived_from), None, reason)
-    metrics = run_evaluations(settings, [job])[0]
-    return DerivedOutcome(task.name, str(task.derived_from), task_dir, None, metrics["status"])
