@@ -33,7 +33,8 @@ if ! "$PYTHON" - "$EXTRAS" <<'PY' >/dev/null 2>&1
 import importlib.metadata as md, sys
 md.version("clonebench")
 for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
-             "playwright", "pyloudnorm", "krippendorff", "import-linter", "mkdocs", "mkdocs-material"):
+             "playwright", "pyloudnorm", "krippendorff", "import-linter", "mkdocs", "mkdocs-material",
+             "hypothesis", "pydantic"):
     md.version(name)
 extras = sys.argv[1].split(",")
 public = lambda name: md.version(name).split("+", 1)[0]   # 2.11.0+cu128 is 2.11.0: a local build is kept

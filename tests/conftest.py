@@ -8,6 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Fuzzing budget (Hypothesis): CI runs a fixed number of examples per property, derandomized, so a run is
+# repeatable and its time bounded; CLONEBENCH_FUZZ=long runs many more locally (`CLONEBENCH_FUZZ=long make test`).
+settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("long", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile("long" if os.environ.get("CLONEBENCH_FUZZ") == "long" else "ci")
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
