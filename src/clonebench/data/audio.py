@@ -57,8 +57,8 @@ def _check_riff(data: bytes) -> None:
     received (a decompression-bomb-like header) is refused before libsndfile reads anything."""
     rf64 = data[:4] == b"RF64"
     if len(data) < 12 or data[:4] not in (b"RIFF", b"RF64") or data[8:12] != b"WAVE":
-        head = data[:16]
-        raise InvalidAudio(f"not a RIFF/WAVE or RF64 file (first bytes {head!r}, {len(data)} bytes)")
+        # the bytes themselves are never echoed (a file may be anything, a secret included): a category only
+        raise InvalidAudio(f"not a RIFF/WAVE or RF64 file ({_not_wav_kind(data)}, {len(data)} bytes)")
     pos, data_size64 = 12, None
     while pos + 8 <= len(data):
         chunk_id, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
@@ -79,9 +79,63 @@ def _check_riff(data: bytes) -> None:
                 )
             return
         if rf64 and size == _RF64_UNKNOWN:
-            raise InvalidAudio(f"RF64 chunk {chunk_id!r} of unknown size before the data chunk")
+            raise InvalidAudio("RF64 file with a chunk of unknown size before the data chunk")
         pos += 8 + size + (size & 1)
     raise InvalidAudio("WAV has no complete data chunk")
+
+
+def _not_wav_kind(data: bytes) -> str:
+    """What a file that is not a WAV looks like, as a category (never its bytes)."""
+    if len(data) < 12:
+        return "too short for a WAV header"
+    if data[:4] in (b"RIFF", b"RF64"):
+        return "a RIFF container that is not WAVE"
+    head = data[:512]
+    if head[:4] in (b"fLaC", b"OggS") or head[:3] == b"ID3" or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
+        return "another audio container"
+    if b"\x00" not in head:
+        try:
+            head.decode("utf-8")
+            return "text, not audio"
+        except UnicodeDecodeError:
+            pass
+    return "binary data that is not a WAV"
+
+
+# how many leading bytes wav_header_duration needs at most: the chunks before "data" (fmt, fact, LIST, ds64, ...)
+HEADER_BYTES = 1 << 16
+
+
+def wav_header_duration(head: bytes, file_size: int) -> float | None:
+    """The duration in seconds a WAV's header declares, read from its first bytes (``head``, up to
+    ``HEADER_BYTES``) without decoding anything: the data chunk's declared size (RF64: the ds64 size; a streamed
+    WAV's placeholder: the rest of the file) over the fmt chunk's block align and rate. What the header claims, even
+    when fewer bytes follow: a claim of hours is refused as such, before the truncation is even looked at. None when the header cannot be
+    read this way (not a WAV, no fmt or data chunk within ``head``): the full validation then says why."""
+    if len(head) < 12 or head[:4] not in (b"RIFF", b"RF64") or head[8:12] != b"WAVE":
+        return None
+    rf64 = head[:4] == b"RF64"
+    pos, rate, align, size64 = 12, None, None, None
+    while pos + 8 <= len(head):
+        chunk_id, size = head[pos:pos + 4], struct.unpack("<I", head[pos + 4:pos + 8])[0]
+        if chunk_id == b"ds64" and rf64 and pos + 8 + 24 <= len(head):
+            size64 = struct.unpack("<Q", head[pos + 16:pos + 24])[0]
+        elif chunk_id == b"fmt " and pos + 8 + 16 <= len(head):
+            _tag, channels, rate, _bytes_per_s, align = struct.unpack("<HHIIH", head[pos + 8:pos + 22])
+            if channels < 1 or rate < 1 or align < 1:
+                return None
+        elif chunk_id == b"data":
+            if rate is None or align is None:
+                return None
+            if rf64 and size == _RF64_UNKNOWN and size64 is not None:
+                size = size64
+            elif size == _STREAMED:
+                size = max(0, file_size - pos - 8)
+            return (size // align) / rate
+        if rf64 and size == _RF64_UNKNOWN:
+            return None
+        pos += 8 + size + (size & 1)
+    return None
 
 
 FLOAT_SUBTYPES = frozenset({"FLOAT", "DOUBLE"})

@@ -20,7 +20,7 @@ from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.cpu_pool import CpuPool, pool_workers
 from clonebench.evaluate.device import resolve_device
-from clonebench.evaluate.inputs import Requested, duration, load_requested
+from clonebench.evaluate.inputs import Requested, duration, load_requested, refuse_long_clips
 from clonebench.evaluate.outputs import write_csv, write_json
 from clonebench.evaluate.overlap import run_groups, shares_cores
 from clonebench.evaluate.progress import ScoringProgress
@@ -117,6 +117,8 @@ def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> lis
                 job.requested, job.source = load_requested(job.source_run, job.samples)
             job.cache = MetricCache(job.run_dir, evaluation.cache_dir)
             job.rows = {r.sample.sample_id: _row(r) for r in job.requested}
+        for job in jobs:  # clips longer than evaluation.max_clip_seconds: refused before any scorer loads
+            refuse_long_clips(job.items, _protocol(settings, job).max_clip_seconds)
         if evaluation.cpu_threads:
             torch.set_num_threads(evaluation.cpu_threads)
         if device == "cpu":

@@ -29,6 +29,7 @@ class EvaluationSettings:
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
     task: str | None = None          # vc.evaluation.task: output ids <task>__<pair_id> of an external folder
+    max_clip_seconds: float = 1200.0  # evaluation.max_clip_seconds: longest clip scored (from its WAV header)
 
 
 class ScoringSettings(Protocol):
@@ -100,4 +101,5 @@ def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> Evalua
         generated_audio_dir=reader.path("vc.evaluation.generated_audio_dir", None),
         scorer_options=options,
         task=reader.str("vc.evaluation.task", None, allow_none=True),
+        max_clip_seconds=reader.float("evaluation.max_clip_seconds", minimum=1.0, maximum=86400.0),
     )

@@ -12,14 +12,22 @@ before scoring. rvcbench 2.2.1 checks byte identity with the pair's own target; 
   the sample level, so a clone cannot reach it.
 
 A target that is also exported as some pair's reference is public and is not a leak.
+
+Target recordings are read through ``clonebench.core.untrusted`` confined to the pair set's data root (its
+``origin``'s ``root`` or ``data_root``): a target that is a FIFO, a device or a link leading out of the root is
+never read (and is then not compared).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 from scipy.signal import correlate, resample_poly
 
 from clonebench.core.records import Sample
+from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.data.audio import InvalidAudio, WavInfo, inspect_wav, to_mono, validate_wav
 from clonebench.external.pair_sets import PairSet
 
@@ -28,6 +36,25 @@ RATE = 16_000
 MAX_LAG_S = 0.2
 MIN_CORRELATION = 0.95
 DURATION_TOLERANCE = 0.05
+MAX_TARGET_BYTES = 2 * 1024 ** 3  # as a submitted file's bound (external/submitted.py MAX_BYTES)
+
+
+def data_root(pair_set: PairSet) -> Path | None:
+    """The folder the pair set's audio was verified under (None: rows held in memory, or no root recorded)."""
+    root = (pair_set.origin or {}).get("root") or (pair_set.origin or {}).get("data_root")
+    return Path(root) if root else None
+
+
+def read_target(sample: Sample, root: Path | None) -> bytes:
+    """The target recording's bytes: in memory, or its file read confined to ``root`` (UntrustedFileError else)."""
+    if sample.target.data is not None:
+        return sample.target.data
+    path = Path(sample.target.path)
+    # a path named under the root must stay there once links are followed; a target from elsewhere (a derived
+    # task's clone in a run folder) is read as a regular file only
+    under = root is not None and (path == root or root in path.parents or
+                                  Path(root).resolve() in Path(os.path.abspath(path)).parents)
+    return read_bytes(path, max_bytes=MAX_TARGET_BYTES, within=root if under else None, what="target recording")
 
 
 def _at_16k(samples: np.ndarray, rate: int) -> np.ndarray:
@@ -51,22 +78,22 @@ class Targets:
     """The hidden target recordings of a pair set: by sha256, by (rate, frames), and decoded on demand."""
 
     def __init__(self, pair_set: PairSet):
+        self.root = data_root(pair_set)
         public = {s.prompt.sha256 for s in pair_set.samples}
         self.hidden = {s.sample_id for s in pair_set.samples if s.target.sha256 not in public}
         self.by_sha = {s.target.sha256: s for s in pair_set.samples if s.sample_id in self.hidden}
         self.by_shape: dict[tuple[int, int], list[Sample]] = {}
         for sample in self.by_sha.values():
             try:
-                info = validate_wav(sample.target.read_bytes())
-            except (OSError, InvalidAudio):
+                info = validate_wav(read_target(sample, self.root))
+            except (OSError, InvalidAudio, UntrustedFileError):
                 continue
             self.by_shape.setdefault((info.sample_rate, info.frames), []).append(sample)
 
-    @staticmethod
-    def _decoded(sample: Sample) -> tuple[WavInfo, np.ndarray] | None:
+    def _decoded(self, sample: Sample) -> tuple[WavInfo, np.ndarray] | None:
         try:
-            return inspect_wav(sample.target.read_bytes())
-        except (OSError, InvalidAudio):
+            return inspect_wav(read_target(sample, self.root))
+        except (OSError, InvalidAudio, UntrustedFileError):
             return None
 
     def leak(self, own: Sample, sha: str, info: WavInfo, samples: np.ndarray) -> str | None:

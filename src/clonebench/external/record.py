@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.core.hashing import sha256_bytes
+from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.data.identity import digest
 from clonebench.external.pair_sets import PairSet
-from clonebench.external.submitted import FolderCheck
+from clonebench.external.submitted import MAX_BYTES, FolderCheck
 from clonebench.generate.recorder import RunRecorder
 
 EXTERNAL_NOTE = "generated outside clonebench: no service provenance"
@@ -33,7 +34,11 @@ def record_external(run_dir: Path, header: dict, pair_set: PairSet, check: Folde
         if not entry.ok:
             recorder.failed(entry.sample, entry.kind, entry.problem, 0)
             continue
-        data = entry.path.read_bytes()
+        try:  # read again as checked: confined to the folder, a regular file, bounded (core/untrusted.py)
+            data = read_bytes(entry.path, max_bytes=MAX_BYTES, within=check.folder, what="submitted file")
+        except UntrustedFileError as exc:
+            recorder.failed(entry.sample, "changed", f"{exc} (it changed after it was checked)", 0)
+            continue
         if sha256_bytes(data) != entry.sha256:
             recorder.failed(entry.sample, "changed", f"{entry.path} changed after it was checked (sha256 differs); "
                                                      "score again with --resume once the folder is final", 0)

@@ -6,8 +6,14 @@ Each id of the pair set gets one file or one problem, named by kind:
 - ``wrong_id``: no such file, but one named like it (the pair id without the task prefix, clonebench's
   sample id, another task's prefix, other letter case, another extension): the message names that file;
 - ``ambiguous``: both layouts exist with different bytes (rvcbench would silently take the nested one);
-- ``unreadable``: not a regular file, or not a WAV of the family data/audio.py accepts (RIFF/WAVE, WAVE_FORMAT_
-  EXTENSIBLE or RF64 with PCM or float samples, sizes that fit);
+- ``unreadable``: not a regular file (a directory, FIFO, socket or device named ``<id>.wav``: never opened for
+  reading, never waited on), a symbolic link that leads outside the folder (refused unread: a link to a system
+  file or to another model's outputs is no submission), or not a WAV of the family data/audio.py accepts
+  (RIFF/WAVE, WAVE_FORMAT_EXTENSIBLE or RF64 with PCM or float samples, sizes that fit). A symbolic link that
+  stays inside the folder is followed. Every file is opened through ``clonebench.core.untrusted``, and no problem
+  text quotes a byte of a file (a category is named instead);
+- ``too_long``: the WAV header declares more than ``evaluation.max_clip_seconds`` of audio (checked from the header,
+  before anything is decoded);
 - ``empty``: zero bytes, or a WAV without frames; ``non_finite``: NaN or infinite samples;
 - ``leak``: the file is a hidden target recording (``clonebench.external.leak``: byte-identical, as rvcbench checks;
   sample-identical; or a processed copy of its pair's target);
@@ -20,21 +26,24 @@ nothing); a name that is not valid UTF-8 is shown with escapes. Hidden files (``
 
 from __future__ import annotations
 
-import filecmp
 import os
-import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Sample
-from clonebench.data.audio import EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav
+from clonebench.core.untrusted import UntrustedFileError, open_regular
+from clonebench.data.audio import (HEADER_BYTES, EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav,
+                                   wav_header_duration)
 from clonebench.external.leak import Targets
 from clonebench.external.pair_sets import ID_SEPARATOR, PairSet
 
-KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "empty", "non_finite", "leak")
+KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "too_long", "empty", "non_finite", "leak")
 MAX_BYTES = 2 * 1024 ** 3  # larger than any speech clip a scorer reads: refused unread
+# evaluation.max_clip_seconds when a caller gives none (configs/evaluation/default.yaml sets the same value; see
+# there why: it covers rvcbench's longtext/longaudio tasks many times over and refuses hours of audio)
+DEFAULT_MAX_CLIP_SECONDS = 1200.0
 
 
 @dataclass(frozen=True)
@@ -130,21 +139,45 @@ def _look_alike(relpath: str, pair_set: PairSet, names: dict, ids: set[str]) -> 
     return None
 
 
-def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, references: dict[str, Sample]) -> SubmittedFile:
+def _read_rest(fd: int, head: bytes, size: int) -> bytes:
+    """``head`` and the rest of the open file, at most ``MAX_BYTES`` in all (a file that grows is cut there)."""
+    chunks, total = [head], len(head)
+    while total <= MAX_BYTES:
+        chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, references: dict[str, Sample],
+                folder: Path | None = None, max_seconds: float | None = DEFAULT_MAX_CLIP_SECONDS) -> SubmittedFile:
+    where = folder if folder is not None else path.parent
     try:
-        regular = stat.S_ISREG(os.stat(path).st_mode)
-        size = os.stat(path).st_size if regular else 0
-    except OSError as exc:
-        return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path}: {exc.strerror}")
-    if not regular:
-        return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path} is not a regular file")
-    if size > MAX_BYTES:
-        return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path} has {size} bytes, over the "
-                                                                            f"{MAX_BYTES}-byte limit: not read")
+        fd, stat_result = open_regular(path, within=where, max_bytes=MAX_BYTES, what="submitted file")
+    except UntrustedFileError as exc:
+        if exc.reason.startswith("too large"):
+            return SubmittedFile(oid, sample, path, kind="unreadable", problem=(
+                f"{path} is {exc.reason}: over the {MAX_BYTES}-byte limit, not read"))
+        return SubmittedFile(oid, sample, path, kind="unreadable", problem=str(exc))
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path}: {exc.strerror}")
+        try:
+            head = os.read(fd, HEADER_BYTES)
+            seconds = wav_header_duration(head, stat_result.st_size)
+            if max_seconds is not None and seconds is not None and seconds > max_seconds:
+                return SubmittedFile(oid, sample, path, kind="too_long", problem=(
+                    f"{path}: its WAV header declares {seconds:.1f} s of audio, over evaluation.max_clip_seconds="
+                    f"{max_seconds:g}: not decoded (give a clip of at most {max_seconds:g} s, or raise "
+                    "evaluation.max_clip_seconds)"))
+            data = _read_rest(fd, head, stat_result.st_size)
+        except OSError as exc:
+            return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path}: {exc.strerror}")
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        return SubmittedFile(oid, sample, path, kind="unreadable", problem=(
+            f"{path} grew past the {MAX_BYTES}-byte limit while read: not used"))
     if not data:
         return SubmittedFile(oid, sample, path, kind="empty", problem=f"{path} has 0 bytes")
     sha = sha256_bytes(data)
@@ -156,6 +189,10 @@ def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, referenc
         return SubmittedFile(oid, sample, path, sha, kind="non_finite", problem=f"{path}: {exc}")
     except InvalidAudio as exc:
         return SubmittedFile(oid, sample, path, sha, kind="unreadable", problem=f"{path}: {exc}")
+    if max_seconds is not None and info.duration_s > max_seconds:  # a header the quick parse could not read
+        return SubmittedFile(oid, sample, path, sha, info, kind="too_long", problem=(
+            f"{path}: {info.duration_s:.1f} s of audio, over evaluation.max_clip_seconds={max_seconds:g} (give a "
+            f"clip of at most {max_seconds:g} s, or raise evaluation.max_clip_seconds)"))
     leak = targets.leak(sample, sha, info, samples)
     if leak:
         return SubmittedFile(oid, sample, path, sha, info, kind="leak", problem=f"{path} is {leak}: refused")
@@ -166,14 +203,31 @@ def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, referenc
     return SubmittedFile(oid, sample, path, sha, info, warnings=warnings)
 
 
-def _same_file_content(a: Path, b: Path) -> bool:
-    """Both regular files with the same bytes (compared in chunks; a FIFO or device is never opened)."""
+def _same_file_content(a: Path, b: Path, folder: Path) -> bool:
+    """Both regular files inside ``folder`` with the same bytes (compared in chunks through
+    ``core.untrusted``: a FIFO, device or a link leading out of the folder is never read)."""
     try:
-        if not (stat.S_ISREG(os.stat(a).st_mode) and stat.S_ISREG(os.stat(b).st_mode)):
-            return False
-        return filecmp.cmp(a, b, shallow=False)
-    except OSError:
+        fa, _ = open_regular(a, within=folder, max_bytes=MAX_BYTES)
+    except UntrustedFileError:
         return False
+    try:
+        try:
+            fb, _ = open_regular(b, within=folder, max_bytes=MAX_BYTES)
+        except UntrustedFileError:
+            return False
+        try:
+            while True:
+                ca, cb = os.read(fa, 1 << 20), os.read(fb, 1 << 20)
+                if ca != cb:
+                    return False
+                if not ca:
+                    return True
+        except OSError:
+            return False
+        finally:
+            os.close(fb)
+    finally:
+        os.close(fa)
 
 
 def _same_audio_warnings(files: list[SubmittedFile]) -> list[SubmittedFile]:
@@ -189,8 +243,10 @@ def _same_audio_warnings(files: list[SubmittedFile]) -> list[SubmittedFile]:
     return out
 
 
-def check_folder(folder: Path, pair_set: PairSet) -> FolderCheck:
-    """Match ``folder``'s files to the ids of ``pair_set`` and check each one (nothing is written)."""
+def check_folder(folder: Path, pair_set: PairSet,
+                 max_clip_seconds: float | None = DEFAULT_MAX_CLIP_SECONDS) -> FolderCheck:
+    """Match ``folder``'s files to the ids of ``pair_set`` and check each one (nothing is written). Every file is
+    confined to ``folder``; a clip whose header declares more than ``max_clip_seconds`` is ``too_long``."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ClonebenchError(f"generated audio folder not found: {folder} (give the folder holding <id>.wav files)")
@@ -204,8 +260,11 @@ def check_folder(folder: Path, pair_set: PairSet) -> FolderCheck:
     for sample in pair_set.samples:
         oid = pair_set.output_id(sample)
         names = [f"{oid}.wav", f"{pair_set.task}/{sample.pair_id}.wav"]
-        found[oid] = [folder / n for n in names if n in present]
-        used.update(n for n in names if n in present)
+        # lexists, not the listing: a directory, or a link to one, named <id>.wav is this id's (bad) file, not
+        # "missing"; any link is the id's and is then confined to the folder when opened
+        hits = [n for n in names if n in present or os.path.lexists(folder / n)]
+        found[oid] = [folder / n for n in hits]
+        used.update(hits)
     alike: dict[str, list[tuple[str, str]]] = {}
     lookup, ids = _names(pair_set), set(pair_set.ids())
     for name in listing:
@@ -227,10 +286,10 @@ def check_folder(folder: Path, pair_set: PairSet) -> FolderCheck:
                 files.append(SubmittedFile(oid, sample, kind="missing", problem=(
                     f"neither {oid}.wav nor {pair_set.task}/{sample.pair_id}.wav in {folder}")))
             continue
-        if len(paths) == 2 and not _same_file_content(paths[0], paths[1]):
+        if len(paths) == 2 and not _same_file_content(paths[0], paths[1], folder):
             files.append(SubmittedFile(oid, sample, kind="ambiguous", problem=(
                 f"both {paths[0].name} and {pair_set.task}/{paths[1].name} exist and differ; keep one")))
             continue
-        files.append(_check_file(oid, sample, paths[0], targets, references))
+        files.append(_check_file(oid, sample, paths[0], targets, references, folder, max_clip_seconds))
     extra = [n for n in listing if n not in used and n not in extra_used]
     return FolderCheck(folder, pair_set.task, _same_audio_warnings(files), extra)
