@@ -8,14 +8,15 @@ another run does not."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.untrusted import read_json
 from clonebench.listening.design import NATURAL
 from clonebench.listening.results import RESULTS
 from clonebench.listening.tables import NAMES
 
+MAX_SUMMARY_BYTES = 64 * 1024 * 1024  # results.json of a listening test: a few MB at most
 COLUMN = {"mos": "human_mos", "smos": "human_smos", "mushra": "human_mushra"}
 
 
@@ -24,7 +25,11 @@ def load_summary(test_dir: Path) -> dict:
     if not path.is_file():
         raise ClonebenchError(f"--listening {test_dir}: no {RESULTS}; run `clonebench listening-results {test_dir} "
                               "RATINGS.json ...` first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    summary = read_json(path, max_bytes=MAX_SUMMARY_BYTES, within=test_dir, what="listening results")
+    if not isinstance(summary, dict):
+        raise ClonebenchError(f"{path}: not a listening-results summary (a JSON object); run `clonebench "
+                              f"listening-results {test_dir} RATINGS.json ...` again")
+    return summary
 
 
 def _matches(system: dict, samples: dict[str, dict]) -> bool:

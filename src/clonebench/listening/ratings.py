@@ -1,24 +1,57 @@
 """Reading a test's key and its raters' files, refusing any file that does not belong: another test's, another
 kind's, an edited or truncated one (integrity digest), one with a trial missing, repeated or unknown, clips
-other than the trial's, or a rating off the scale. Every problem of every file is reported at once."""
+other than the trial's, or a rating off the scale. Every problem of every file is reported at once.
+
+Every file is untrusted: it is read through :mod:`clonebench.core.untrusted` (a regular file only, never blocking on
+a FIFO or a device, its size bounded before and while reading, JSON integers and nesting bounded, no NaN), and
+every value is type-checked against a strict schema per file kind before use (pydantic v2 models with
+``strict=True``, in :mod:`clonebench.listening.schemas`). A refusal is a :class:`RatingsError` (a
+ClonebenchError: the command line prints it and exits 2), listing each problem with the file and the JSON location
+(``ratings.trials[3].trial``) and what was expected, never a long value."""
 
 from __future__ import annotations
 
-import json
+import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from clonebench.core.errors import ClonebenchError
-from clonebench.core.hashing import sha256_file
+from clonebench.core.untrusted import (
+    MAX_JSON_DEPTH,
+    UntrustedFileError,
+    parse_json,
+    printable,
+    read_bytes,
+)
 from clonebench.listening.build import KEY, KEY_SCHEMA
 from clonebench.listening.integrity import ALGORITHM, digest
+from clonebench.listening.schemas import (
+    Envelope,
+    Header,
+    Key,
+    brief,
+    payload_model,
+    problems,
+)
 from clonebench.listening.wording import SCALES
 
 RATINGS_SCHEMA = "clonebench.listening.ratings/v1"
 RATER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SHOWN_PROBLEMS = 8
 MAX_BYTES = 64 * 1024 * 1024  # a 10,000-trial MUSHRA file is a few MB
+MAX_KEY_BYTES = 256 * 1024 * 1024  # a key lists every clip and trial with their sources: larger than a ratings file
+
+
+class RatingsError(ClonebenchError):
+    """A ratings file (or the test's key) was refused. ``problems`` maps each refused file to its problems."""
+
+    def __init__(self, message: str, problems: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.problems = problems or {}
 
 
 @dataclass
@@ -34,12 +67,48 @@ class Sheet:
 
 def load_key(test_dir: Path) -> dict:
     path = Path(test_dir) / KEY
-    if not path.is_file():
-        raise ClonebenchError(f"{test_dir}: no {KEY}; give the folder `clonebench listening-test --output` wrote")
-    key = json.loads(path.read_text(encoding="utf-8"))
-    if key.get("schema") != KEY_SCHEMA:
-        raise ClonebenchError(f"{path}: schema {key.get('schema')!r}, expected {KEY_SCHEMA!r}")
+    if not os.path.lexists(path):
+        raise RatingsError(f"{printable(str(test_dir))}: no {KEY}; give the folder `clonebench listening-test "
+                           "--output` wrote")
+    key = _read_json(path, MAX_KEY_BYTES, "listening-test key", within=test_dir)
+    shown = printable(str(path))
+    if isinstance(key, dict) and key.get("schema") != KEY_SCHEMA:
+        raise RatingsError(f"{shown}: schema {brief(key.get('schema'))}, expected {KEY_SCHEMA!r}")
+    try:
+        Key.model_validate(key)
+    except ValidationError as exc:
+        lines = problems(exc, limit=SHOWN_PROBLEMS)
+        raise RatingsError(f"{shown}: not a listening-test key as `clonebench listening-test` writes it:\n  "
+                           + "\n  ".join(lines), {str(path): lines}) from None
     return key
+
+
+def _read_json(path: Path, max_bytes: int, what: str, within: Path | None = None):
+    """The parsed JSON of an untrusted file; RatingsError (one line, no content echoed) if it is refused."""
+    try:
+        data = read_bytes(path, max_bytes=max_bytes, within=within, what=what)
+        return _parse(data, path, what)
+    except UntrustedFileError as exc:
+        raise RatingsError(str(exc), {str(path): [exc.reason]}) from None
+
+
+def _parse(data: bytes, path: Path, what: str):
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UntrustedFileError(path, f"not UTF-8 text (invalid byte at offset {exc.start})", "save it as UTF-8",
+                                 what) from None
+    return parse_json(text, path, what)
+
+
+def _detail(exc: UntrustedFileError, what: str) -> str:
+    """The refusal without its leading file name (the report names the file once)."""
+    prefix = f"{what} {printable(os.fspath(exc.path))}: "
+    text = str(exc)
+    text = text[len(prefix):] if text.startswith(prefix) else exc.reason
+    if exc.reason == "nested too deeply":
+        text += f" (more than {MAX_JSON_DEPTH} levels: refused before a RecursionError)"
+    return text
 
 
 def _allowed(kind: str) -> set[int]:
@@ -56,97 +125,111 @@ def _record_problems(record, trial: dict, kind: str, allowed: set[int]) -> list[
     clips = record.get("clips")
     if not isinstance(clips, list) or not all(isinstance(c, str) for c in clips) or \
             sorted(clips) != sorted(trial["clips"]):
-        return [f"trial {tid}: clips {clips!r} are not the trial's clips"]
+        return [f"trial {tid}: clips {brief(clips)} are not the trial's clips"]
     if kind in ("mos", "smos") and clips != trial["clips"]:
-        return [f"trial {tid}: clips {clips!r} are not the trial's clips"]
+        return [f"trial {tid}: clips {brief(clips)} are not the trial's clips"]
     if record.get("reference") != trial["reference"]:
-        return [f"trial {tid}: reference {record.get('reference')!r} is not the trial's"]
-    problems = []
+        return [f"trial {tid}: reference {brief(record.get('reference'))} is not the trial's"]
+    found = []
     if kind == "mushra":
         values = record.get("ratings")
         if not isinstance(values, list) or len(values) != len(clips) or \
                 not all(_is_int(v) and v in allowed for v in values):
-            problems.append(f"trial {tid}: ratings {values!r} are not {len(clips)} integers {min(allowed)}..{max(allowed)}")
+            found.append(f"trial {tid}: ratings {brief(values)} are not {len(clips)} integers "
+                         f"{min(allowed)}..{max(allowed)}")
     elif not (_is_int(record.get("rating")) and record["rating"] in allowed):
-        problems.append(f"trial {tid}: rating {record.get('rating')!r} is not one of {sorted(allowed)}")
+        found.append(f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}")
     for field in ("shown_ms", "answered_ms", "position"):
         if not _is_int(record.get(field)):
-            problems.append(f"trial {tid}: {field} {record.get(field)!r} is not an integer")
-    return problems
+            found.append(f"trial {tid}: {field} {brief(record.get(field))} is not an integer")
+    return found
 
 
 def check_sheet(path: Path, key: dict) -> tuple[Sheet | None, list[str]]:
     """The file as a Sheet, or the list of reasons it is refused."""
+    what = "ratings file"
     try:
-        if Path(path).stat().st_size > MAX_BYTES:
-            return None, [f"{Path(path).stat().st_size} bytes: larger than any ratings file ({MAX_BYTES} bytes at most)"]
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        return None, [f"not a readable JSON file ({type(exc).__name__}: {exc})"]
-    payload = data.get("ratings") if isinstance(data, dict) else None
-    integrity = data.get("integrity") if isinstance(data, dict) else None
-    if not isinstance(payload, dict) or not isinstance(integrity, dict):
-        return None, ["not a ratings file (expected 'ratings' and 'integrity' objects, as the page downloads)"]
+        raw = read_bytes(path, max_bytes=MAX_BYTES, what=what)
+        data = _parse(raw, Path(path), what)
+    except UntrustedFileError as exc:
+        return None, [f"not a readable JSON file ({_detail(exc, what)})"]
+    try:
+        envelope = Envelope.model_validate(data)
+    except ValidationError as exc:
+        return None, ["not a ratings file (expected 'ratings' and 'integrity' objects, as the page downloads)",
+                      *problems(exc)]
+    payload = data["ratings"]
+    try:
+        Header.model_validate(payload)
+    except ValidationError as exc:
+        return None, problems(exc, root="ratings")
     if payload.get("schema") != RATINGS_SCHEMA:
-        return None, [f"schema {payload.get('schema')!r}, expected {RATINGS_SCHEMA!r}"]
+        return None, [f"schema {brief(payload.get('schema'))}, expected {RATINGS_SCHEMA!r}"]
     if payload.get("test_id") != key["test_id"]:
-        return None, [f"ratings of test {payload.get('test_id')!r}, but this test is {key['test_id']!r}: the file "
-                      "belongs to another test folder"]
+        return None, [f"ratings of test {brief(payload.get('test_id'))}, but this test is {key['test_id']!r}: "
+                      "the file belongs to another test folder"]
     if payload.get("kind") != key["kind"]:
-        return None, [f"kind {payload.get('kind')!r}, but this test is {key['kind']!r}"]
+        return None, [f"kind {brief(payload.get('kind'))}, but this test is {key['kind']!r}"]
     try:
-        matches = integrity.get("algorithm") == ALGORITHM and integrity.get("digest") == digest(key["salt"], payload)
-    except (RecursionError, ValueError):  # nesting too deep to serialise, or a lone surrogate: not the page's file
+        matches = envelope.integrity.algorithm == ALGORITHM and \
+            envelope.integrity.digest == digest(key["salt"], payload)
+    except (RecursionError, ValueError, TypeError):  # a lone surrogate (or worse): not the page's file
         matches = False
     if not matches:
         return None, ["integrity digest does not match the ratings: the file was edited, truncated or corrupted "
                       "after the page wrote it; ask the rater for the file as downloaded"]
-    rater = payload.get("rater_id")
-    if not isinstance(rater, str) or not RATER.fullmatch(rater):
-        return None, [f"rater id {rater!r} is not 1-64 letters, digits, '.', '_', '-'"]
+    try:
+        payload_model(key["kind"]).model_validate(payload)
+    except ValidationError as exc:
+        return None, problems(exc, root="ratings")
+    rater = payload["rater_id"]
+    if not RATER.fullmatch(rater):
+        return None, [f"rater id {brief(rater)} is not 1-64 letters, digits, '.', '_', '-'"]
     trials = {t["trial_id"]: t for t in key["trials"] if t["phase"] == "test"}
-    records = payload.get("trials")
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        return None, ["'trials' is not a list of trial records"]
-    problems, seen = [], {}
+    records = payload["trials"]
+    found, seen = [], {}
     for position, record in enumerate(records):
-        tid = record.get("trial")
+        tid = record["trial"]
         if tid not in trials:
-            problems.append(f"trial {tid!r} is not a trial of this test")
+            found.append(f"trial {brief(tid)} is not a trial of this test")
         elif tid in seen:
-            problems.append(f"trial {tid} appears twice")
+            found.append(f"trial {brief(tid)} appears twice")
         else:
             seen[tid] = record
-            problems += _record_problems(record, trials[tid], key["kind"], _allowed(key["kind"]))
+            found += _record_problems(record, trials[tid], key["kind"], _allowed(key["kind"]))
             if record.get("position") != position:
-                problems.append(f"trial {tid}: position {record.get('position')!r}, listed at {position}")
+                found.append(f"trial {brief(tid)}: position {brief(record.get('position'))}, listed at {position}")
     missing = [t for t in trials if t not in seen]
     if missing:
-        problems.append(f"{len(missing)} of {len(trials)} trials missing ({', '.join(missing[:3])}"
-                        f"{', ...' if len(missing) > 3 else ''}): the rater did not finish")
-    if problems:
-        return None, problems
-    return Sheet(Path(path), sha256_file(path), rater, str(payload.get("user_agent", "")), seen), []
+        found.append(f"{len(missing)} of {len(trials)} trials missing ({', '.join(missing[:3])}"
+                     f"{', ...' if len(missing) > 3 else ''}): the rater did not finish")
+    if found:
+        return None, found
+    agent = payload.get("user_agent", "")
+    agent = agent if isinstance(agent, str) else printable(str(agent) if agent is not None else "None", 1000)
+    return Sheet(Path(path), hashlib.sha256(raw).hexdigest(), rater, agent, seen), []
 
 
 def load_sheets(key: dict, paths: list[Path]) -> list[Sheet]:
     """Every file checked; any refusal stops with every problem of every file listed."""
     if not paths:
-        raise ClonebenchError("no ratings file given")
-    sheets, report = [], []
+        raise RatingsError("no ratings file given")
+    sheets, report, refused = [], [], {}
     for path in paths:
-        sheet, problems = check_sheet(path, key)
-        if problems:
-            shown = problems[:SHOWN_PROBLEMS] + ([f"... {len(problems) - SHOWN_PROBLEMS} more"]
-                                                 if len(problems) > SHOWN_PROBLEMS else [])
-            report.append(f"{path}: refused:\n  " + "\n  ".join(shown))
+        sheet, found = check_sheet(path, key)
+        if found:
+            refused[str(path)] = found
+            shown = found[:SHOWN_PROBLEMS] + ([f"... {len(found) - SHOWN_PROBLEMS} more"]
+                                              if len(found) > SHOWN_PROBLEMS else [])
+            report.append(f"{printable(str(path))}: refused:\n  " + "\n  ".join(shown))
         else:
             sheets.append(sheet)
     by_rater: dict[str, list[str]] = {}
     for sheet in sheets:
         by_rater.setdefault(sheet.rater, []).append(str(sheet.path))
-    report += [f"rater {rater!r} has {len(files)} files ({', '.join(files)}): keep one (a rater rates a test once)"
+    report += [f"rater {rater!r} has {len(files)} files ({', '.join(map(printable, files))}): keep one (a rater "
+               "rates a test once)"
                for rater, files in by_rater.items() if len(files) > 1]
     if report:
-        raise ClonebenchError("\n".join(report))
+        raise RatingsError("\n".join(report), refused)
     return sheets

@@ -7,13 +7,14 @@ the audio that was generated and scored."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.core.confine import inside
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
+from clonebench.core.untrusted import read_json
+from clonebench.generate.journal import MAX_RUN_RECORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,11 @@ def generation_dir(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     scoring = run_dir / "scoring_manifest.json"
     if scoring.is_file():
-        source = json.loads(scoring.read_text(encoding="utf-8")).get("source_run", {}).get("run_dir")
+        record = read_json(scoring, max_bytes=MAX_RUN_RECORD_BYTES, within=run_dir, what="scoring manifest")
+        source_run = record.get("source_run") if isinstance(record, dict) else None
+        source = source_run.get("run_dir") if isinstance(source_run, dict) else None
+        if source is not None and not isinstance(source, str):
+            raise ClonebenchError(f"{scoring}: source_run.run_dir is not a string; give the generation run directory")
         if source and (Path(source) / "run_manifest.json").is_file():
             return Path(source)
         if (run_dir / "run_manifest.json").is_file():
@@ -86,7 +91,10 @@ def load_system(run_dir: Path) -> tuple[System, dict[str, Pair]]:
     """A run's generated clips (pairs that generated) and the natural recordings of those pairs."""
     gen_dir = generation_dir(run_dir)
     manifest_path = gen_dir / "run_manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_json(manifest_path, max_bytes=MAX_RUN_RECORD_BYTES, within=gen_dir, what="run manifest")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("samples", []), list):
+        raise ClonebenchError(f"{manifest_path}: not a run manifest (an object with a samples list); "
+                              "give a run directory written by clonebench")
     root = _dataset_root(manifest, manifest_path)
     name = manifest.get("run_name") or gen_dir.parent.name
     system = System(label=name, run_dir=Path(run_dir), generation_dir=gen_dir, run_name=name)
