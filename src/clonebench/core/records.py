@@ -23,6 +23,9 @@ class RunStatus(str, Enum):
     INTERRUPTED = "interrupted"
 
 
+MAX_AUDIO_REF_BYTES = 512 * 1024 * 1024  # an input clip larger than this is refused when read again to be sent
+
+
 @dataclass(frozen=True)
 class PairRow:
     """One manifest row, as written by the dataset's author."""
@@ -58,7 +61,11 @@ class AudioRef:
         if self.data is not None:
             return self.data
         assert self.path is not None
-        return self.path.read_bytes()
+        from clonebench.core.untrusted import (
+            read_bytes,  # a clip of the dataset root: a bounded regular file
+        )
+
+        return read_bytes(self.path, max_bytes=MAX_AUDIO_REF_BYTES, what=f"{self.label} audio")
 
 
 @dataclass(frozen=True)

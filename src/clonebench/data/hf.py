@@ -13,7 +13,13 @@ from pathlib import Path
 
 from clonebench.core.errors import ConfigError
 from clonebench.core.records import PairRow, Sample
-from clonebench.data.manifest import Selection, samples_from_rows, verify_audio
+from clonebench.core.untrusted import UntrustedFileError, read_bytes
+from clonebench.data.manifest import (
+    MAX_AUDIO_FILE_BYTES,
+    Selection,
+    samples_from_rows,
+    verify_audio,
+)
 
 
 def _load(hf_path: str, hf_config: str | None, split: str):
@@ -55,8 +61,12 @@ def build_samples_hf(hf_path: str | None, hf_config: str | None, split: str, aud
         value = rows[number][column]
         data = value.get("bytes") if isinstance(value, dict) else value
         if data is None and isinstance(value, dict) and value.get("path"):
-            path = Path(value["path"])
-            data = path.read_bytes() if path.is_file() else None
+            path = Path(str(value["path"]))
+            try:  # a path a dataset row names: a regular file of bounded size, never a FIFO or device
+                data = read_bytes(path, max_bytes=MAX_AUDIO_FILE_BYTES, what=f"{where}: column {column}")
+            except UntrustedFileError as exc:
+                problems.append(str(exc))
+                return None
         if not isinstance(data, (bytes, bytearray)):
             problems.append(f"{where}: column {column} holds no audio bytes")
             return None

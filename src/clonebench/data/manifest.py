@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -17,6 +16,7 @@ from pathlib import Path
 from clonebench.core.errors import ManifestError
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import AudioRef, PairRow, Sample
+from clonebench.core.untrusted import UntrustedFileError, parse_json, read_bytes
 from clonebench.data.audio import InvalidAudio, validate_input_audio
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import SEED_MAX, sample_id, sample_seed
@@ -27,6 +27,8 @@ REQUIRED_TEXT = ("dataset_name", "split", "pair_id", "speaker_id", "prompt_file_
 OPTIONAL_TEXT = ("manifest_variant", "source_manifest", "prompt_sha256", "target_sha256")
 OPTIONAL_INT = ("source_row",)
 ROW_FIELDS = tuple(f.name for f in fields(PairRow))
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024   # a manifest larger than this is refused (full-v1's largest is a few MB)
+MAX_AUDIO_FILE_BYTES = 512 * 1024 * 1024  # a prompt/target clip larger than this is refused before it is read
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,10 @@ class Selection:
 
 def _decoded(path: Path) -> str:
     """The file's text: UTF-8, with or without a byte-order mark; else a ManifestError naming the line."""
-    data = path.read_bytes()
+    try:
+        data = read_bytes(path, max_bytes=MAX_MANIFEST_BYTES, what="manifest")
+    except UntrustedFileError as exc:
+        raise ManifestError(str(path), [str(exc)]) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -52,7 +57,7 @@ def _decoded(path: Path) -> str:
 
 def read_rows(path: Path) -> list[dict]:
     """Raw rows of a manifest file. JSON: a list of objects, or an object with a "pairs" list."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ManifestError(str(path), [f"manifest file not found: {path} (check dataset.manifest_filename)"])
     text = _decoded(path)
     if path.suffix.lower() == ".csv":
@@ -61,9 +66,9 @@ def read_rows(path: Path) -> list[dict]:
         except csv.Error as exc:
             raise ManifestError(str(path), [f"{path}: not a readable CSV ({exc})"]) from None
     try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ManifestError(str(path), [f"not valid JSON: {exc}"]) from exc
+        payload = parse_json(text, path, "manifest")
+    except UntrustedFileError as exc:
+        raise ManifestError(str(path), [f"not valid JSON: {exc}"]) from None
     if isinstance(payload, dict) and isinstance(payload.get("pairs"), list):
         payload = payload["pairs"]
     if not isinstance(payload, list) or not all(isinstance(r, dict) for r in payload):
@@ -217,7 +222,12 @@ def file_audio_source(base: Path, checked: AudioCheckCache | None = None) -> Aud
         known = checked.known_valid(path) if checked else None
         if known is not None and (expected is None or known == expected.lower()):
             return AudioRef(label=field, sha256=known, path=path)
-        ref = verify_audio(path.read_bytes(), expected, where, field, problems, path=path)
+        try:
+            data = read_bytes(path, max_bytes=MAX_AUDIO_FILE_BYTES, within=real_base, what=f"{where}: {field}")
+        except UntrustedFileError as exc:
+            problems.append(str(exc))
+            return None
+        ref = verify_audio(data, expected, where, field, problems, path=path)
         if ref is not None and checked is not None:
             checked.remember(path, ref.sha256)
         return ref

@@ -11,7 +11,6 @@ however it ends, so a reader tells "still scoring" from "killed" without trustin
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import threading
 import time
@@ -19,10 +18,12 @@ from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.untrusted import UntrustedFileError, read_json
 
 PROGRESS_NAME = "scoring_progress.json"
 LOCK_NAME = ".scoring.lock"
 SCHEMA = "clonebench.scoring_progress/v1"
+MAX_PROGRESS_BYTES = 16 * 1024 * 1024  # a progress record holds a few counters per scorer group
 
 
 class ScoringProgress:
@@ -117,10 +118,10 @@ def read_progress(run_dir: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        progress = json.loads(path.read_text(encoding="utf-8"))
+        progress = read_json(path, max_bytes=MAX_PROGRESS_BYTES, follow=False, what="scoring progress")
         if not isinstance(progress, dict) or not isinstance(progress.get("groups"), dict):
             raise ValueError("not a progress record")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UntrustedFileError) as exc:
         return {"state": "unreadable", "error": f"{path}: {exc}", "groups": {}, "alive": scorer_alive(run_dir)}
     progress["alive"] = scorer_alive(run_dir)
     return progress

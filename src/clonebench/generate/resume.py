@@ -14,16 +14,30 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from clonebench.core.confine import OutsideRunError, inside
 from clonebench.core.errors import ResumeError
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Sample, SampleOutcome, SampleStatus
+from clonebench.core.untrusted import (
+    UntrustedFileError,
+    read_bytes,
+    read_json,
+    read_text,
+)
 from clonebench.data.audio import InvalidAudio, validate_wav
-from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
+from clonebench.generate.journal import (
+    JOURNAL_NAME,
+    MANIFEST_NAME,
+    final_outcomes,
+    read_events,
+)
 
 ORIGIN_KEY = "resume_origin"
+MAX_RUN_MANIFEST_BYTES = 512 * 1024 * 1024   # a run's run_manifest.json larger than this is refused
+MAX_HYDRA_CONFIG_BYTES = 16 * 1024 * 1024     # a run's .hydra/config.yaml larger than this counts as unreadable
+MAX_GENERATED_WAV_BYTES = 1024 * 1024 * 1024  # a generated WAV larger than this is not reused (it is regenerated)
 
 
 @dataclass(frozen=True)
@@ -49,20 +63,30 @@ class _Unknown(Exception):
 def run_origin(run_dir: Path) -> Path | None:
     """The run ``run_dir`` resumed from, from its manifest header (or, for a run killed before it wrote one,
     the ``vc.resume_from`` of its recorded Hydra config); _Unknown when neither says."""
-    import json
-
     manifest = run_dir / MANIFEST_NAME
-    if manifest.is_file():
+    if os.path.lexists(manifest) and not os.path.isdir(manifest):
         try:
-            payload = json.loads(manifest.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ResumeError(f"{manifest} is unreadable ({exc}); resume from another run of the chain") from exc
-        origin = payload.get(ORIGIN_KEY) or ((payload.get("config") or {}).get("vc") or {}).get("resume_from")
+            payload = read_json(manifest, max_bytes=MAX_RUN_MANIFEST_BYTES, follow=False, what="run manifest")
+        except UntrustedFileError as exc:
+            raise ResumeError(f"{manifest} is unreadable ({exc.reason}); restore it, or set vc.resume_from to an "
+                              "earlier run of the chain (for a suite: an earlier suite run folder)") from None
+        if not isinstance(payload, dict):
+            raise ResumeError(f"{manifest} is not a JSON object; restore it, or set vc.resume_from to an earlier "
+                              "run of the chain (for a suite: an earlier suite run folder)")
+        config = payload.get("config")
+        vc = config.get("vc") if isinstance(config, dict) else None
+        origin = payload.get(ORIGIN_KEY) or (vc.get("resume_from") if isinstance(vc, dict) else None)
+        if origin and not isinstance(origin, str):
+            raise ResumeError(f"{manifest}: {ORIGIN_KEY} (or config.vc.resume_from) is a {type(origin).__name__}, "
+                              "not a run directory path; resume from another run of the chain")
         return Path(origin) if origin else None
     hydra = run_dir / ".hydra" / "config.yaml"
     try:
-        config = OmegaConf.load(hydra) if hydra.is_file() else None
+        config = OmegaConf.create(read_text(hydra, max_bytes=MAX_HYDRA_CONFIG_BYTES, follow=False,
+                                            what="Hydra config")) if hydra.is_file() else None
     except Exception:  # a config cut short by the kill: any parse error means the same as no config
+        config = None
+    if not isinstance(config, DictConfig):  # a list or scalar document is no run's config either
         config = None
     if config is None or OmegaConf.select(config, "vc", default=None) is None:
         raise _Unknown()
@@ -134,9 +158,10 @@ def _verified(run_dir: Path, relpath: str, sha256: str | None) -> tuple[Path, by
         path = inside(run_dir, relpath, f"{run_dir / JOURNAL_NAME} audio_path")
     except OutsideRunError:
         return None
-    if not path.is_file():
+    try:  # inside() resolved it within the run: a regular file of bounded size, or not reusable
+        data = read_bytes(path, max_bytes=MAX_GENERATED_WAV_BYTES, within=run_dir, what="generated audio")
+    except UntrustedFileError:
         return None
-    data = path.read_bytes()
     if sha256 is None or sha256_bytes(data) != sha256:
         return None
     try:

@@ -11,6 +11,7 @@ sample's events in manifest order; evaluated shards give one ``generation_sample
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -22,8 +23,16 @@ from clonebench.core.atomic import atomic_write_json, atomic_write_text
 from clonebench.core.confine import inside
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
+from clonebench.core.untrusted import UntrustedFileError, read_text
 from clonebench.data.identity import input_fingerprint
-from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, read_events
+from clonebench.generate.journal import (
+    JOURNAL_NAME,
+    MANIFEST_NAME,
+    read_events,
+    read_record,
+    record_problem,
+    samples_problem,
+)
 from clonebench.report.tables import as_number
 
 VOLATILE = ("created_at", "updated_at", "finished_at", "run_dir", "config_source")
@@ -37,6 +46,33 @@ def shard_dirs(sweep: Path) -> list[Path]:
     return found
 
 
+MAX_SAMPLE_METRICS_BYTES = 512 * 1024 * 1024  # a shard's generation_sample_metrics.csv larger than this is refused
+_FIX = "restore it (clonebench writes it) or re-run that shard"
+
+
+def _shard_record(path: Path, spec: dict, required: tuple[str, ...] = ()) -> dict:
+    record = read_record(path, ClonebenchError, _FIX)
+    problem = record_problem(record, spec) or next((f"no {key!r}" for key in required if record.get(key) is None),
+                                                   None)
+    if problem:
+        raise ClonebenchError(f"run record {path}: {problem}; {_FIX}")
+    return record
+
+
+def _shard_manifest(path: Path) -> dict:
+    manifest = _shard_record(path, {"config": (dict,), "config.vc": (dict,), "fingerprints": (dict,),
+                                    "fingerprints.generation": (str,), "shard": (dict,), "shard.count": (int,), "errors": (list,)},
+                             ("config", "samples"))
+    problem = samples_problem(manifest["samples"])
+    if not problem and not all(isinstance(e, str) for e in manifest.get("errors") or []):
+        problem = "'errors' must be a list of strings"
+    if not problem and any(s.get("status") is None for s in manifest["samples"]):
+        problem = "a sample has no 'status'"
+    if problem:
+        raise ClonebenchError(f"run record {path}: {problem}; {_FIX}")
+    return manifest
+
+
 def _normalised_config(manifest: dict) -> dict:
     config = json.loads(json.dumps(manifest["config"]))
     config.get("vc", {}).pop("shard", None)
@@ -48,7 +84,7 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
     from clonebench.data.selection import load_all_samples
 
     shards = shard_dirs(sweep)
-    manifests = [json.loads((d / MANIFEST_NAME).read_text()) for d in shards]
+    manifests = [_shard_manifest(d / MANIFEST_NAME) for d in shards]
     configs = [_normalised_config(m) for m in manifests]
     if any(c != configs[0] for c in configs):
         raise ClonebenchError(f"{sweep}: the shards ran with different configs (beyond vc.shard); merge one sweep only")
@@ -166,23 +202,45 @@ def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: P
         return
     if len(scored) != len(shards):
         raise ClonebenchError(f"only {len(scored)} of {len(shards)} shards were evaluated; evaluate them all first")
-    scorings = [json.loads((s / "scoring_manifest.json").read_text()) for s in shards]
+    scorings = [_shard_record(s / "scoring_manifest.json", {"scorers": (dict,)}, ("scorers",)) for s in shards]
+    for shard, scoring in zip(shards, scorings):
+        if not all(isinstance(p, dict) and "fingerprint" in p for p in scoring["scorers"].values()):
+            raise ClonebenchError(f"run record {shard / 'scoring_manifest.json'}: every entry of 'scorers' must be an "
+                                  f"object with a 'fingerprint'; {_FIX}")
     fingerprints = [{g: p["fingerprint"] for g, p in m["scorers"].items()} for m in scorings]
     if any(f != fingerprints[0] for f in fingerprints):
         raise ClonebenchError("the shards were scored differently (scorer fingerprints differ: another device, "
                               "thread count, batch size or scorer version); re-score them alike before merging")
     rows = {}
     for shard in shards:
-        with open(shard / "generation_sample_metrics.csv", newline="", encoding="utf-8") as handle:
-            for row in csv.DictReader(handle):
+        path = shard / "generation_sample_metrics.csv"
+        try:
+            text = read_text(path, max_bytes=MAX_SAMPLE_METRICS_BYTES, follow=False, what="sample metrics")
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            if not {"sample_id", "generated_audio"} <= set(reader.fieldnames or ()):
+                raise ClonebenchError(f"{path}: no sample_id or generated_audio column; {_FIX}")
+            for row in reader:
+                row.pop(None, None)  # cells beyond the header (a damaged row) are not a column
+                row = {k: "" if v is None else v for k, v in row.items()}
                 row["generated_audio"] = _rebased(row["generated_audio"], shard, out)
                 rows[row["sample_id"]] = row
+        except UntrustedFileError as exc:
+            raise ClonebenchError(f"{exc}; {_FIX}") from None
+        except csv.Error as exc:
+            raise ClonebenchError(f"{path}: not a readable CSV ({exc}); {_FIX}") from None
+    missing = [s.pair_id for s in everything if s.sample_id not in rows]
+    if missing:
+        raise ClonebenchError(f"the shards' generation_sample_metrics.csv miss {len(missing)} sample(s) "
+                              f"{missing[:5]}; re-evaluate those shards")
     ordered = [rows[s.sample_id] for s in everything]
     numeric = [{k: as_number(v) for k, v in r.items()} for r in ordered]
     evaluation = settings.evaluation
     summary = summarise(numeric, list(evaluation.metrics), len(ordered), evaluation.bootstrap_resamples,
                         evaluation.confidence, evaluation.bootstrap_seed, evaluation.seed)
-    reasons = [r for s in shards for r in json.loads((s / "metrics.json").read_text())["reasons"]]
+    metrics = [_shard_record(s / "metrics.json", {"reasons": (list,)}, ("reasons",)) for s in shards]
+    reasons = [r for m in metrics for r in m["reasons"]]
+    if not all(isinstance(r, str) for r in reasons):
+        raise ClonebenchError(f"a shard's metrics.json lists a reason that is not a string; {_FIX}")
     write_csv(out / "generation_sample_metrics.csv", ordered)
     atomic_write_json(out / "metrics.json", {"status": "complete" if not reasons else "partial", "reasons": sorted(reasons),
                                              "n_requested": len(ordered), "metrics": summary,

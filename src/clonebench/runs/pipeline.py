@@ -14,8 +14,11 @@ from clonebench.core.errors import ClonebenchError, ConfigError
 from clonebench.core.provenance import environment_provenance
 from clonebench.core.records import RunStatus
 from clonebench.core.redact import install_log_redaction, redact, shown
+from clonebench.core.untrusted import UntrustedFileError, read_bytes
 
 log = logging.getLogger("clonebench")
+
+MAX_HYDRA_RECORD_BYTES = 16 * 1024 * 1024  # a .hydra/*.yaml or multirun.yaml larger than this is refused
 
 
 @dataclass
@@ -100,7 +103,11 @@ def redact_hydra_record(run_dir: Path) -> None:
 
     sweep_record = run_dir.parent / "multirun.yaml"
     for path in sorted((run_dir / ".hydra").glob("*.yaml")) + ([sweep_record] if sweep_record.is_file() else []):
-        text = path.read_text(encoding="utf-8", errors="replace")
+        try:  # written by Hydra for this run: a regular file, never a link, FIFO or directory
+            text = read_bytes(path, max_bytes=MAX_HYDRA_RECORD_BYTES, follow=False,
+                              what="Hydra record").decode("utf-8", errors="replace")
+        except UntrustedFileError as exc:
+            raise ClonebenchError(f"{exc}; remove it (Hydra rewrites it on the next run)") from None
         if redact(text) != text:
             atomic_write_text(path, redact(text))
 

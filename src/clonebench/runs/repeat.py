@@ -10,14 +10,18 @@ reported as unseeded: its outputs are not expected to be byte-identical.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_bytes
-from clonebench.generate.journal import JOURNAL_NAME, read_events
+from clonebench.generate.journal import (
+    JOURNAL_NAME,
+    read_events,
+    read_record,
+    record_problem,
+)
 from clonebench.generate.recorder import MANIFEST_NAME
 
 
@@ -63,7 +67,12 @@ def repeat_run(run_dir: Path, count: int = 3, repeats: int = 1, endpoint: str | 
     manifest_path = run_dir / MANIFEST_NAME
     if not manifest_path.is_file():
         raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME}")
-    manifest = json.loads(manifest_path.read_text())
+    fix = "restore the run's run_manifest.json (clonebench writes it) or re-run"
+    manifest = read_record(manifest_path, ClonebenchError, fix)
+    problem = record_problem(manifest, {"config": (dict,), "fingerprints": (dict,), "fingerprints.input": (str,),
+                                        "seed_policy": (str,)})
+    if problem or not isinstance(manifest.get("config"), dict) or manifest.get("fingerprints") is None:
+        raise ClonebenchError(f"run record {manifest_path}: {problem or 'no config or fingerprints'}; {fix}")
     cfg = OmegaConf.create(manifest["config"])
     if endpoint:
         cfg.adversary.endpoint_url = endpoint

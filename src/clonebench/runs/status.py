@@ -9,7 +9,6 @@ reach it): ``clonebench status`` redacts it and escapes control characters befor
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -19,7 +18,16 @@ from clonebench.core.records import SampleStatus
 from clonebench.core.redact import register_secret
 from clonebench.evaluate.cache import count_records
 from clonebench.evaluate.progress import PROGRESS_NAME, read_progress, unfinished_reason
-from clonebench.generate.journal import JOURNAL_NAME, attempt_counts, final_outcomes, gate_attempts, read_events
+from clonebench.generate.journal import (
+    JOURNAL_NAME,
+    attempt_counts,
+    final_outcomes,
+    gate_attempts,
+    read_events,
+    read_record,
+    record_problem,
+    samples_problem,
+)
 from clonebench.generate.recorder import MANIFEST_NAME
 from clonebench.suite.record import SUITE_MANIFEST, TASKS_DIR
 
@@ -44,7 +52,13 @@ def summarise(run_dir: Path) -> dict:
         return {"run_dir": str(run_dir), "scoring": scoring}
     if not manifest_path.is_file():
         raise ClonebenchError(f"{run_dir}: no {MANIFEST_NAME} and no {PROGRESS_NAME}; is this a run directory?")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    fix = "restore the run's run_manifest.json (clonebench writes it) or re-run"
+    manifest = read_record(manifest_path, ClonebenchError, fix)
+    problem = record_problem(manifest, {"config": (dict,), "run_name": (str,), "errors": (list,),
+                                        "input_failures": (list,), "fingerprints": (dict,)}) \
+        or samples_problem(manifest.get("samples"))
+    if problem:
+        raise ClonebenchError(f"run record {manifest_path}: {problem}; {fix}")
     key_env = ((manifest.get("config") or {}).get("adversary") or {}).get("api_key_env")
     if isinstance(key_env, str) and key_env:
         register_secret(os.environ.get(key_env))  # in case an older run recorded it
@@ -53,7 +67,7 @@ def summarise(run_dir: Path) -> dict:
     outcomes = final_outcomes(events)
     attempts = attempt_counts(events)
     run_end = [e for e in events if e["event"] == "run_end"]
-    requested = [s["sample_id"] for s in manifest.get("samples", [])]
+    requested = [s["sample_id"] for s in manifest.get("samples") or []]
     statuses = Counter()
     errors = []
     for sample_id in requested:
@@ -70,23 +84,30 @@ def summarise(run_dir: Path) -> dict:
     return {"run_dir": str(run_dir), "run_name": manifest.get("run_name"), "status": status,
             "requested": len(requested), "generated": generated,
             "coverage": round(generated / len(requested), 4) if requested else 0.0,
-            "statuses": dict(sorted(statuses.items())), "input_failures": manifest.get("input_failures", []),
-            "run_errors": manifest.get("errors", []),
+            "statuses": dict(sorted(statuses.items())), "input_failures": manifest.get("input_failures") or [],
+            "run_errors": manifest.get("errors") or [],
             "sample_errors": errors, "attempts": sum(attempts.values()),
             "gate_attempts": gate_attempts(events),
             "busy_waits": sum(1 for e in events if e["event"] == "server_busy"),
-            "fingerprints": manifest.get("fingerprints", {}), "scoring": scoring}
+            "fingerprints": manifest.get("fingerprints") or {}, "scoring": scoring}
 
 
 def suite_status(suite_dir: Path) -> dict:
     """A suite run: its record and each task run's summary (from the task's journal, so a suite still running or
     killed shows what each task really finished)."""
-    record = json.loads((suite_dir / SUITE_MANIFEST).read_text(encoding="utf-8"))
+    path = suite_dir / SUITE_MANIFEST
+    fix = f"restore the suite's {SUITE_MANIFEST} (clonebench writes it) or re-run the suite"
+    record = read_record(path, ClonebenchError, fix)
+    problem = record_problem(record, {"tasks": (dict,), "suite": (dict,), "errors": (list,)})
+    bad = [] if problem else [n for n, e in (record.get("tasks") or {}).items()
+                              if not isinstance(e, dict) or record_problem(e, {"reason": (str,), "derived_from": (str,)})]
+    if problem or bad:
+        raise ClonebenchError(f"suite record {path}: {problem or f'tasks.{bad[0]} is malformed'}; {fix}")
     tasks = {}
-    for name, entry in record.get("tasks", {}).items():
+    for name, entry in (record.get("tasks") or {}).items():
         task_dir = suite_dir / TASKS_DIR / name
         tasks[name] = summarise(task_dir) if (task_dir / MANIFEST_NAME).is_file() else {
             "status": entry.get("reason") or ("derived from " + entry["derived_from"] if entry.get("derived_from")
                                               else "not started")}
-    return {"suite_dir": str(suite_dir), "suite": record.get("suite", {}).get("suite"), "status": record.get("status"),
-            "errors": record.get("errors", []), "tasks": tasks}
+    return {"suite_dir": str(suite_dir), "suite": (record.get("suite") or {}).get("suite"), "status": record.get("status"),
+            "errors": record.get("errors") or [], "tasks": tasks}

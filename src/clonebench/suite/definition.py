@@ -201,7 +201,7 @@ def _evaluation(raw: dict, where: str) -> SuiteEvaluation:
             generated_audio_max_seconds=None if cap is None else float(cap), seed=int(raw.get("seed", 42)),
             bootstrap=Bootstrap(bool(boot.get("enabled", False)), int(boot.get("num_samples", 1000)),
                                 float(boot.get("confidence_level", 0.95)), boot.get("seed")))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise SuiteFileError(f"{where}: evaluation is malformed ({exc!r})") from None
 
 
@@ -251,6 +251,50 @@ def select_tasks(all_tasks: list[Task], requested: list[str] | tuple[str, ...], 
     return [t for t in all_tasks if t.name in selected]
 
 
+_TASK_TEXT = ("task", "dimension", "evaluation", "dataset_config", "hf_config_name", "manifest", "selection", "anchor",
+              "derived_from", "paths")
+
+
+def _types_problem(spec: dict) -> str | None:
+    """The first key of suite.json whose value has a type its readers cannot use (a traceback otherwise)."""
+    def text_list(value) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+    for key, kinds in (("suite", (str,)), ("label", (str,)), ("version", (int,)), ("leaderboard", (bool,)),
+                       ("evaluation", (dict,))):
+        if key in spec and (not isinstance(spec[key], kinds) or kinds == (int,) and isinstance(spec[key], bool)):
+            return f"{key!r} must be a {kinds[0].__name__}"
+    for key in ("not_included",):
+        if spec.get(key) is not None and not isinstance(spec[key], dict):
+            return f"{key!r} must be an object"
+    evaluation = spec.get("evaluation")
+    if isinstance(evaluation, dict):
+        if "required_metrics" in evaluation and not text_list(evaluation["required_metrics"]):
+            return "'evaluation.required_metrics' must be a list of metric names"
+        if evaluation.get("bootstrap") is not None and not isinstance(evaluation["bootstrap"], dict):
+            return "'evaluation.bootstrap' must be an object"
+    for number, task in enumerate(spec["tasks"]):
+        if not isinstance(task, dict):
+            return f"tasks[{number}] must be an object"
+        for key in _TASK_TEXT:
+            if task.get(key) is not None and not isinstance(task[key], str):
+                return f"tasks[{number}].{key} must be a string"
+        if task.get("required_metrics") is not None and not text_list(task["required_metrics"]):
+            return f"tasks[{number}].required_metrics must be a list of metric names"
+        group_by = task.get("group_by")
+        if group_by is not None and not isinstance(group_by, str) and not text_list(group_by):
+            return f"tasks[{number}].group_by must be a column name or a list of them"
+        transform = task.get("transform")
+        if "transform" in task and isinstance(transform, dict):
+            for key in ("kind", "codec", "bitrate"):
+                if transform.get(key) is not None and not isinstance(transform[key], str):
+                    return f"tasks[{number}].transform.{key} must be a string"
+            rate = transform.get("sample_rate")
+            if rate is not None and (not isinstance(rate, int) or isinstance(rate, bool)):
+                return f"tasks[{number}].transform.sample_rate must be an integer"
+    return None
+
+
 def load_suite(name_or_path: str, tasks: list[str] | tuple[str, ...] | None = None) -> Suite:
     """A suite by name (package data of rvcbench 2.2.1, RECORD-verified) or by path; ``tasks`` narrows it."""
     package, folder, where = _locate(name_or_path)
@@ -258,6 +302,9 @@ def load_suite(name_or_path: str, tasks: list[str] | tuple[str, ...] | None = No
     spec = decode_json(raw_bytes, where)
     if not isinstance(spec, dict) or not isinstance(spec.get("tasks"), list):
         raise SuiteFileError(f"{where}: expected an object with a 'tasks' list")
+    problem = _types_problem(spec)
+    if problem:
+        raise SuiteFileError(f"{where}: {problem}; restore the suite's own suite.json")
     every = [_task(t, f"{where} task {t.get('task')!r}") for t in spec["tasks"]]
     _check(spec, every, where)
     own_sha = sha256_bytes(raw_bytes)

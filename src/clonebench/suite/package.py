@@ -13,16 +13,20 @@ import base64
 import gzip
 import hashlib
 import importlib.metadata
-import json
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.untrusted import UntrustedFileError, parse_json
+from clonebench.core.untrusted import read_bytes as read_untrusted
 
 DISTRIBUTION = "rvcbench"
 PINNED_VERSION = "2.2.1"
 SUITES_PREFIX = "rvcbench/suites"
 DATASET_CONFIGS_PREFIX = "rvcbench/configs/dataset"
+MAX_SUITE_FILE_BYTES = 256 * 1024 * 1024  # a suite file (suite.json, a task's metadata or selection, a dataset
+#                                           config) larger than this is refused, compressed or once decompressed
 
 
 class SuiteFileError(ClonebenchError):
@@ -83,7 +87,11 @@ def read_bytes(package: SuitePackage, relative: str) -> bytes:
     if not path.is_file():
         raise SuiteFileError(f"suite file {path} is missing" + (
             f" from the installed {package.distribution} {package.version}; reinstall it" if package.record else ""))
-    data = path.read_bytes()
+    top = package.root / Path(relative).parts[0]  # the suite folder (or rvcbench/): a link may not leave it
+    try:
+        data = read_untrusted(path, max_bytes=MAX_SUITE_FILE_BYTES, within=top, what="suite file")
+    except UntrustedFileError as exc:
+        raise SuiteFileError(str(exc)) from None
     if package.record:
         expected = package.record.get(relative)
         if expected is None:
@@ -101,9 +109,15 @@ def decode_json(data: bytes, name: str):
     """JSON from a suite file's bytes; ``.gz`` files are decompressed first (as rvcbench's ``read_json``)."""
     try:
         if name.endswith(".gz"):
-            data = gzip.decompress(data)
-        return json.loads(data.decode("utf-8"))
-    except (OSError, ValueError) as exc:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                data = unzipped.read(MAX_SUITE_FILE_BYTES + 1)  # bounded: a small .gz may inflate without end
+            if len(data) > MAX_SUITE_FILE_BYTES:
+                raise SuiteFileError(f"suite file {name} is larger than {MAX_SUITE_FILE_BYTES} bytes once "
+                                     "decompressed; give the suite's own file")
+        return parse_json(data.decode("utf-8"), name, "suite file")
+    except UntrustedFileError as exc:
+        raise SuiteFileError(f"suite file {name} is not readable JSON: {exc.reason}") from None
+    except (OSError, ValueError, EOFError) as exc:
         raise SuiteFileError(f"suite file {name} is not readable JSON: {exc}") from None
 
 

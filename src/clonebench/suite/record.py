@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 import time
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ResumeError
-from clonebench.generate.journal import MANIFEST_NAME
+from clonebench.generate.journal import MANIFEST_NAME, read_record
 from clonebench.suite.definition import Suite
 
 SUITE_MANIFEST = "suite_manifest.json"
@@ -67,7 +66,10 @@ def suite_chain(start: Path) -> list[Path]:
             raise ResumeError(f"vc.resume_from={start}: {current} is not a suite run (no {SUITE_MANIFEST}); give the "
                               "suite directory results/<run_name>/<stamp>-<id>")
         chain.append(current)
-        origin = json.loads(manifest.read_text(encoding="utf-8")).get("resume_origin")
+        origin = read_record(manifest, ResumeError, "resume from another suite run of the chain").get("resume_origin")
+        if origin is not None and not isinstance(origin, str):
+            raise ResumeError(f"vc.resume_from={start}: {manifest} resume_origin is a {type(origin).__name__}, not a "
+                              "suite directory path; resume from another suite run of the chain")
         current = Path(os.path.realpath(origin)) if origin else None
     return chain
 

@@ -5,12 +5,18 @@ both upstream's relative change and clonebench's paired change (``suite.changes`
 from __future__ import annotations
 
 import csv
-import json
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.generate.journal import MANIFEST_NAME
+from clonebench.core.untrusted import UntrustedFileError, read_text
+from clonebench.generate.journal import (
+    MANIFEST_NAME,
+    read_record,
+    record_problem,
+    samples_problem,
+)
 from clonebench.stats.utterance import bootstrap_ci
 from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task, load_suite
 from clonebench.suite.record import SUITE_MANIFEST, TASKS_DIR
@@ -18,6 +24,17 @@ from clonebench.suite.upstream_coverage import coverage, upstream_values
 
 # rvcbench's column of each of its metrics in a clonebench per-sample CSV row
 CLONEBENCH_COLUMN = UPSTREAM_METRICS
+MAX_SAMPLE_METRICS_BYTES = 512 * 1024 * 1024  # a task's generation_sample_metrics.csv larger than this is refused
+_FIX = "restore it (clonebench writes it) or re-run the task"
+
+
+def _record(path: Path, spec: dict) -> dict:
+    """A run record of a task (``read_record``), its keys checked against ``spec`` (key -> accepted types)."""
+    record = read_record(path, ClonebenchError, _FIX)
+    problem = record_problem(record, spec)
+    if problem:
+        raise ClonebenchError(f"run record {path}: {problem}; {_FIX}")
+    return record
 
 
 @dataclass
@@ -84,13 +101,25 @@ class SuiteResults:
 
 def _read_scores(path: Path) -> tuple[dict[str, dict], dict[str, str]]:
     """Per pair of a task's sample CSV: its valid values (rvcbench names) and speaker; and its scoring errors.
-    Streamed: only what the results keep is held (full-v1 tasks have 2,000 rows of 33 columns)."""
+    Read through core.untrusted (a regular file of at most MAX_SAMPLE_METRICS_BYTES); only what the
+    results keep is held past the parse (full-v1 tasks have 2,000 rows of 33 columns)."""
     scores, errors = {}, {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
+    try:
+        text = read_text(path, max_bytes=MAX_SAMPLE_METRICS_BYTES, follow=False, what="sample metrics")
+    except UntrustedFileError as exc:
+        raise ClonebenchError(f"{exc}; {_FIX}") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if "pair_id" not in (reader.fieldnames or ()):
+        raise ClonebenchError(f"{path}: no pair_id column; {_FIX}")
+    try:
+        for row in reader:
+            row.pop(None, None)  # cells beyond the header (a damaged row) are not a column
+            row = {k: "" if v is None else v for k, v in row.items()}
             scores[row["pair_id"]] = {"speaker_id": row.get("speaker_id", ""), **upstream_values(row)}
             if row.get("errors"):
                 errors[row["pair_id"]] = row["errors"]
+    except csv.Error as exc:
+        raise ClonebenchError(f"{path}: not a readable CSV ({exc}); {_FIX}") from None
     return scores, errors
 
 
@@ -103,15 +132,25 @@ def _bootstrap(scoring: dict) -> tuple[int, float, int]:
     """The task's bootstrap settings as its scoring manifest records them (the suite pipeline's task_evaluation)."""
     protocol = scoring.get("task_evaluation") or {}
     config = (scoring.get("config") or {}).get("evaluation") or {}
-    return (int(protocol.get("bootstrap_resamples", config.get("bootstrap_resamples", 1000))),
-            float(protocol.get("confidence", config.get("confidence", 0.95))),
-            int(protocol.get("bootstrap_seed", config.get("bootstrap_seed", 20260930))))
+    try:
+        if not isinstance(protocol, dict) or not isinstance(config, dict):
+            raise TypeError("task_evaluation and config.evaluation must be objects")
+        return (int(protocol.get("bootstrap_resamples", config.get("bootstrap_resamples", 1000))),
+                float(protocol.get("confidence", config.get("confidence", 0.95))),
+                int(protocol.get("bootstrap_seed", config.get("bootstrap_seed", 20260930))))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ClonebenchError(f"scoring_manifest.json: the bootstrap settings (task_evaluation / config.evaluation "
+                              f"bootstrap_resamples, confidence, bootstrap_seed) are malformed ({exc}); {_FIX}") from None
 
 
 def _generation_manifest(task_dir: Path) -> Path | None:
     scoring = task_dir / "scoring_manifest.json"
     if scoring.is_file():
-        source = Path(json.loads(scoring.read_text(encoding="utf-8"))["source_run"]["run_dir"]) / MANIFEST_NAME
+        run_dir = _record(scoring, {"source_run": (dict,), "source_run.run_dir": (str,)}).get("source_run", {}).get(
+            "run_dir")
+        if not run_dir:
+            raise ClonebenchError(f"run record {scoring}: no source_run.run_dir; {_FIX}")
+        source = Path(run_dir) / MANIFEST_NAME
         if source.is_file():
             return source
     return task_dir / MANIFEST_NAME if (task_dir / MANIFEST_NAME).is_file() else None
@@ -126,8 +165,11 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
         result.reason = "no run of this task in the suite directory"
         return result
     result.generation_manifest = manifest_path
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    samples = manifest.get("samples", [])
+    manifest = _record(manifest_path, {"input_failures": (list,), "errors": (list,), "status": (str,)})
+    problem = samples_problem(manifest.get("samples"))
+    if problem or not all(isinstance(e, str) for e in manifest.get("errors") or []):
+        raise ClonebenchError(f"run record {manifest_path}: {problem or 'errors must be a list of strings'}; {_FIX}")
+    samples = manifest.get("samples") or []
     result.failures = {s["pair_id"]: s.get("error") or s.get("error_class") or "generation failed"
                        for s in samples if s.get("status") == "generation_failed"}
     result.generated_sha256 = {s["pair_id"]: s.get("audio_sha256") for s in samples}
@@ -138,16 +180,22 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
                    for s in samples]
     del scores
     result.coverage = coverage(samples, result.rows, required, evaluated=evaluated,
-                               input_failed=len(manifest.get("input_failures", [])))
+                               input_failed=len(manifest.get("input_failures") or []))
     result.status = result.coverage["status"] if samples else "failed"
     if not evaluated:
         if manifest.get("status") in ("failed", "interrupted"):
-            result.reason = f"generation {manifest.get('status')}: {'; '.join(manifest.get('errors', []))[:300]}"
+            result.reason = f"generation {manifest.get('status')}: {'; '.join(manifest.get('errors') or [])[:300]}"
         return result
-    metrics = json.loads((task_dir / "metrics.json").read_text(encoding="utf-8"))
-    scoring = json.loads((task_dir / "scoring_manifest.json").read_text(encoding="utf-8"))
+    metrics = _record(task_dir / "metrics.json", {"metrics": (dict,), "scorer_fingerprints": (dict,)})
+    if not all(isinstance(v, dict) and record_problem(v, {"mean": (int, float), "ci": (list,)}) is None
+               for v in (metrics.get("metrics") or {}).values()):
+        raise ClonebenchError(f"run record {task_dir / 'metrics.json'}: every entry of 'metrics' must be an object with "
+                              f"a numeric mean and a ci list; {_FIX}")
+    metrics["metrics"] = metrics.get("metrics") or {}
+    scoring = _record(task_dir / "scoring_manifest.json", {"task_evaluation": (dict,), "config": (dict,),
+                                                           "config.evaluation": (dict,)})
     result.metric_failures = errors
-    result.scorer_fingerprints = metrics.get("scorer_fingerprints", {})
+    result.scorer_fingerprints = metrics.get("scorer_fingerprints") or {}
     resamples, confidence, seed = _bootstrap(scoring)
     result.evaluation_fingerprint = _evaluation_fingerprint(result.scorer_fingerprints, resamples, confidence, seed,
                                                             required)
@@ -198,7 +246,22 @@ def load_suite_results(suite_dir: Path) -> SuiteResults:
     if not path.is_file():
         raise ClonebenchError(f"{suite_dir}: not a suite run (no {SUITE_MANIFEST}); give a directory written by "
                               "run_vc.py --config-name suite/...")
-    record = json.loads(path.read_text(encoding="utf-8"))
+    fix = f"restore the suite's {SUITE_MANIFEST} (clonebench writes it) or re-run the suite"
+    record = read_record(path, ClonebenchError, fix)
+    problem = record_problem(record, {"suite": (dict,), "suite.selected_tasks": (list,), "suite_source": (str,),
+                                      "tasks": (dict,), "suite_model": (str,), "run_name": (str,)})
+    if not problem and not isinstance(record.get("suite"), dict):
+        problem = "no 'suite' object"
+    if not problem and not isinstance(record.get("suite_source"), str):
+        problem = "no 'suite_source'"
+    if not problem and not all(isinstance(t, str) for t in record["suite"].get("selected_tasks") or []):
+        problem = "'suite.selected_tasks' must be a list of task names"
+    if not problem and not all(isinstance(e, dict) and record_problem(e, {"run_dir": (str,), "reason": (str,)}) is None
+                               for e in (record.get("tasks") or {}).values()):
+        problem = "every entry of 'tasks' must be an object with a string run_dir and reason"
+    if problem:
+        raise ClonebenchError(f"suite record {path}: {problem}; {fix}")
+    record["tasks"] = record.get("tasks") or {}
     selected = record["suite"].get("selected_tasks")
     suite = load_suite(record["suite_source"], selected)
     tasks: dict[str, TaskResult] = {}

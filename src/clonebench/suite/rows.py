@@ -24,7 +24,12 @@ from omegaconf import OmegaConf
 from clonebench.core.hashing import sha256_bytes
 from clonebench.data.manifest import Selection
 from clonebench.suite.definition import Suite, Task
-from clonebench.suite.package import DATASET_CONFIGS_PREFIX, SuiteFileError, installed_package, read_bytes
+from clonebench.suite.package import (
+    DATASET_CONFIGS_PREFIX,
+    SuiteFileError,
+    installed_package,
+    read_bytes,
+)
 
 REPEATED = ("dataset_name", "split", "speaker_id", "manifest_variant", "source_manifest", "prompt_language",
             "target_language")
@@ -113,23 +118,37 @@ def dataset_variant(dataset_config: str | None) -> str | None:
     name = f"{DATASET_CONFIGS_PREFIX}/{dataset_config}.yaml"
     if name not in package.record:
         raise SuiteFileError(f"rvcbench {package.version} has no dataset config {dataset_config!r} ({name})")
-    config = OmegaConf.create(read_bytes(package, name).decode("utf-8"))
-    value = config.get("manifest_variant")
+    try:
+        config = OmegaConf.create(read_bytes(package, name).decode("utf-8"))
+        value = config.get("manifest_variant") if hasattr(config, "get") else None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SuiteFileError(f"rvcbench dataset config {name} is not readable YAML ({type(exc).__name__}); "
+                             "reinstall rvcbench") from None
     return None if value is None else str(value)
 
 
 def frozen_selection(suite: Suite, task: Task) -> FrozenSelection:
     raw = suite.read(task.selection)
     where = f"{suite.name} task {task.name} selection {task.selection}"
+    if not isinstance(raw, dict) or not isinstance(raw.get("samples"), list):
+        raise SuiteFileError(f"{where}: malformed (expected an object with a 'samples' list); restore the suite's "
+                             "own file")
     try:
         samples = {}
         for s in raw["samples"]:
+            for key in ("sample_id", "prompt_sha256", "target_sha256"):
+                if not isinstance(s.get(key), str):
+                    raise SuiteFileError(f"{where}: malformed (a sample's {key!r} is not a string); restore the "
+                                         "suite's own file")
             samples[s["sample_id"]] = FrozenSample(s["sample_id"], str(s["pair_id"]), str(s["speaker_id"]),
                                                    int(s["source_index"]), s["prompt_sha256"], s["target_sha256"])
+        for key in ("input_fingerprint", "metadata_sha256"):
+            if not isinstance(raw.get(key), str):
+                raise SuiteFileError(f"{where}: malformed ({key!r} is not a string); restore the suite's own file")
         return FrozenSelection(raw.get("selection"), raw["input_fingerprint"], raw["metadata_sha256"],
                                int(raw.get("requested", len(samples))), samples)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SuiteFileError(f"{where}: malformed ({exc!r})") from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise SuiteFileError(f"{where}: malformed ({exc!r}); restore the suite's own file") from None
 
 
 def task_rows(suite: Suite, task: Task) -> TaskRows:
@@ -148,6 +167,9 @@ def task_rows(suite: Suite, task: Task) -> TaskRows:
     from clonebench.suite.package import decode_json
 
     raw_rows = decode_json(data, task.manifest)
+    if not isinstance(raw_rows, list) or not all(isinstance(r, dict) for r in raw_rows):
+        raise SuiteFileError(f"{where}: {task.manifest} is not a JSON list of row objects; restore the suite's own "
+                             "file")
     folder_name = "" if task.repo_paths else str(task.hf_config_name)
     rows = [normalise(r, folder_name, task.manifest, i) for i, r in enumerate(raw_rows)]
     infer_variants(rows)
