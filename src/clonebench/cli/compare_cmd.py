@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _systems(args: argparse.Namespace) -> int:
-    from clonebench.report.compare_render import RENDER, write_formats
+    from clonebench.report.compare_render import render, write_formats
     from clonebench.report.multi_compare import compare_systems
     from clonebench.report.systems import load_systems
 
@@ -77,8 +77,8 @@ def _systems(args: argparse.Namespace) -> int:
     result = compare_systems(load_systems(args.runs), metrics, baseline=args.baseline, all_pairs=args.all_pairs,
                              allow_incompatible=args.allow_incompatible, allow_partial=args.allow_partial,
                              allow_mixed_precision=args.allow_mixed_precision)
-    print(json.dumps(result, indent=2, ensure_ascii=False) if args.format == "json" else RENDER[args.format](result),
-          end="" if args.format in ("csv", "latex") else "\n")
+    text = render(result, args.format)  # the very text --output writes into comparison.<format>
+    print(text, end="" if text.endswith("\n") else "\n")
     if args.output:
         written = write_formats(result, args.output, FORMATS)
         print(f"wrote {', '.join(str(p) for p in written)}")

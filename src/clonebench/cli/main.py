@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
+from pathlib import PurePath
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import TerminalWriter, shown
@@ -34,9 +37,38 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     modules = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
-        module.add_arguments(sub.add_parser(name, help=help_text, description=module.__doc__))
+        # the module docstrings hold usage lines and examples laid out by hand: keep their line breaks
+        module.add_arguments(sub.add_parser(name, help=help_text, description=module.__doc__,
+                                            formatter_class=argparse.RawDescriptionHelpFormatter))
         modules[name] = module
     return parser, modules
+
+
+NOT_A_PATH = (errno.ENAMETOOLONG, errno.ELOOP)
+
+
+def bounded(text, limit: int = 200) -> str:
+    """A user-given string (a path, a name) as an error message shows it: escaped, and at most ``limit`` characters."""
+    out = shown(os.fspath(text) if isinstance(text, PurePath) else str(text))
+    return out if len(out) <= limit else f"{out[:limit - 3]}... ({len(str(text))} characters)"
+
+
+def check_path_arguments(args: argparse.Namespace) -> None:
+    """Every path given on the command line can be probed: a string that cannot be a path (too long, a NUL byte, a
+    symlink loop, below a folder that cannot be searched) is a clear error naming it, never a traceback later. A path
+    that does not exist (yet) is left to the command."""
+    for dest, value in vars(args).items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(item, PurePath):
+                continue
+            try:
+                os.stat(item)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            except OSError as exc:
+                raise ClonebenchError(f"{dest} {bounded(item)}: {exc.strerror or type(exc).__name__}") from None
+            except ValueError:
+                raise ClonebenchError(f"{dest} {bounded(item)}: not a path (it holds a NUL byte)") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,9 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stdout, sys.stdout = sys.stdout, TerminalWriter(sys.stdout)  # manifest and journal text is untrusted
     try:
+        check_path_arguments(args)
         return modules[args.command].run(args)
     except ClonebenchError as exc:
         print(f"clonebench {args.command}: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a string probed as a path that cannot be one: the path named, no traceback
+        if exc.errno not in NOT_A_PATH:
+            raise
+        print(f"clonebench {args.command}: error: {bounded(exc.filename or '')}: {exc.strerror}", file=sys.stderr)
         return 2
     finally:
         sys.stdout = stdout

@@ -59,7 +59,7 @@ def _header(cfg, source: str, pair_sets) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from clonebench.config.compose import scoring_settings
-    from clonebench.external.score_folders import plan, score_systems
+    from clonebench.external.score_folders import plan, score_systems, tally_parts
 
     settings, cfg, source = scoring_settings(args.config_name, args.overrides, args.device)
     sets = pair_source.pair_sets(args)
@@ -68,12 +68,10 @@ def run(args: argparse.Namespace) -> int:
         from clonebench.external.score_suite import check_protocols
 
         check_protocols(settings, suite)
-    systems = plan(sets, args.generated, args.model, args.output)
+    systems = plan(sets, args.generated, args.model, args.output, settings.evaluation.max_clip_seconds)
     for system in systems:
         for check in system.checks:
-            counts = check.counts()
-            print(f"{system.model} ({system.folder}), task {check.task}: {counts['usable']}/{counts['ids']} usable, "
-                  + ", ".join(f"{k} {v}" for k, v in counts.items() if v and k not in ("ids", "usable")))
+            print(f"{system.model} ({system.folder}), task {check.task}: " + ", ".join(tally_parts(check)))
             for line in check.lines():
                 print("  " + shown(line))
     if args.check_only:
@@ -90,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
                                         args.resume, scoring_config)
     for system, summary in zip(systems, summaries):
         for task, entry in summary["tasks"].items():
-            means = ", ".join(f"{m} {v:.4f}" for m, v in entry["means"].items() if v is not None)
-            print(f"{system.model} / {task}: {entry['status']}: {means} -> {system.out_dir / entry['run_dir']}")
+            print(task_line(system, task, entry))
         if suite is not None:
             print(f"{system.model}: suite {suite.name} {summary['suite_status']}: "
                   f"{system.out_dir / 'suite_summary.md'}, {system.out_dir / 'submission.json'}")
@@ -99,6 +96,15 @@ def run(args: argparse.Namespace) -> int:
         for task in summaries[0]["tasks"] if suite is not None else [None]:
             _compare(systems, args.output, task, summaries)
     return 0 if all(s["status"] == "complete" for s in summaries) else 1
+
+
+def task_line(system, task: str, entry: dict) -> str:
+    """``model / task: status: sim 0.5000, wer 0.1000 -> run dir``, built from its non-empty parts: a task without
+    metric values (not scored, every sample failed) prints no dangling separator."""
+    means = ", ".join(f"{m} {v:.4f}" for m, v in (entry.get("means") or {}).items() if v is not None)
+    head = ": ".join(part for part in (f"{system.model} / {task}", entry.get("status") or "", means) if part)
+    run_dir = entry.get("run_dir")
+    return f"{head} -> {system.out_dir / run_dir}" if run_dir else head
 
 
 def config_container_evaluation(cfg) -> dict:

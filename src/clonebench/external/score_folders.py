@@ -32,7 +32,7 @@ from clonebench.data.manifest import Selection
 from clonebench.evaluate.phase import EvaluationJob, run_evaluation, run_evaluations
 from clonebench.external.pair_sets import ID_SEPARATOR, PairSet, from_samples, is_safe_name, manifest_origin
 from clonebench.external.record import record_external
-from clonebench.external.submitted import FolderCheck, check_folder
+from clonebench.external.submitted import DEFAULT_MAX_CLIP_SECONDS, FolderCheck, check_folder
 from clonebench.generate.run_lock import RunLocks
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,11 @@ class System:
     checks: list[FolderCheck]
 
 
-def check_folders(pair_sets: list[PairSet], folder: Path) -> list[FolderCheck]:
-    """Check ``folder`` against every pair set; refuse a folder that has no usable file at all."""
-    checks = [check_folder(folder, p) for p in pair_sets]
+def check_folders(pair_sets: list[PairSet], folder: Path,
+                  max_clip_seconds: float | None = DEFAULT_MAX_CLIP_SECONDS) -> list[FolderCheck]:
+    """Check ``folder`` against every pair set (clips over ``max_clip_seconds``, ``evaluation.max_clip_seconds``,
+    are per-id problems); refuse a folder that has no usable file at all."""
+    checks = [check_folder(folder, p, max_clip_seconds) for p in pair_sets]
     _share_extras(checks)
     if not any(c.usable() for c in checks):
         example = pair_sets[0].ids()[0] if pair_sets and pair_sets[0].samples else "<id>"
@@ -76,13 +78,22 @@ def _share_extras(checks: list[FolderCheck]) -> None:
         check.extra = [name for name in check.extra if name in unclaimed and owner(name) is check]
 
 
+def tally_parts(check: FolderCheck) -> list[str]:
+    """``"3/5 usable"`` then each non-zero problem count (``"missing 2"``): joined with ", " by whoever prints them,
+    so a folder without problems ends in no dangling separator."""
+    counts = check.counts()
+    return [f"{counts['usable']}/{counts['ids']} usable"] + [f"{k} {v}" for k, v in counts.items()
+                                                              if v and k not in ("ids", "usable")]
+
+
 def _tally(check: FolderCheck) -> str:
-    counts = {k: v for k, v in check.counts().items() if v and k not in ("ids", "usable")}
-    return f"task {check.task}: {check.counts()['usable']}/{check.counts()['ids']} usable {counts}"
+    return f"task {check.task}: " + ", ".join(tally_parts(check))
 
 
-def plan(pair_sets: list[PairSet], folders: list[Path], models: list[str] | None, output: Path) -> list[System]:
-    """The systems to score; every folder is checked here, before anything is written."""
+def plan(pair_sets: list[PairSet], folders: list[Path], models: list[str] | None, output: Path,
+         max_clip_seconds: float | None = DEFAULT_MAX_CLIP_SECONDS) -> list[System]:
+    """The systems to score; every folder is checked here, before anything is written (``max_clip_seconds``: the
+    scoring settings' ``evaluation.max_clip_seconds``)."""
     names = list(models) if models else [Path(f).resolve().name for f in folders]
     if len(names) != len(folders):
         raise ClonebenchError(f"{len(folders)} --generated folder(s) but {len(names)} --model name(s): give one name "
@@ -98,7 +109,8 @@ def plan(pair_sets: list[PairSet], folders: list[Path], models: list[str] | None
             raise ClonebenchError(f"--output {output} and --generated {folder} overlap: the results would be written "
                                   "among the files being scored; choose an output folder outside it")
     single = len(folders) == 1
-    return [System(name, Path(folder), Path(output) if single else Path(output) / name, check_folders(pair_sets, folder))
+    return [System(name, Path(folder), Path(output) if single else Path(output) / name, check_folders(pair_sets, folder,
+                                                                                                  max_clip_seconds))
             for name, folder in zip(names, folders)]
 
 
@@ -212,7 +224,7 @@ def score_external_folder(settings, run_dir: Path, header: dict, samples: list) 
     pair_set = from_samples(samples, settings.evaluation.task, origin, source)
     folder = settings.evaluation.generated_audio_dir
     try:
-        check = check_folders([pair_set], folder)[0]
+        check = check_folders([pair_set], folder, settings.evaluation.max_clip_seconds)[0]
     except ClonebenchError as exc:
         raise ClonebenchError(f"vc.evaluation.generated_audio_dir={folder} is no generation run (no run_manifest.json "
                               f"in it), so it was read as a folder made outside clonebench, and: {exc}") from None

@@ -91,21 +91,19 @@ class ExternalSuiteFolder:
 
     def __init__(self, settings, suite: Suite, record: SuiteRecord):
         from clonebench.external.pair_sets import from_suite
-        from clonebench.external.score_folders import check_folders
+        from clonebench.external.score_folders import check_folders, tally_parts
 
         folder = settings.evaluation.generated_audio_dir
         self.pair_sets = {p.task: p for p in from_suite(suite, settings.suite.name, settings.dataset.root_path,
                                                         settings.seed)}
         try:
-            checks = check_folders(list(self.pair_sets.values()), folder)
+            checks = check_folders(list(self.pair_sets.values()), folder, settings.evaluation.max_clip_seconds)
         except ClonebenchError as exc:
             raise ClonebenchError(f"vc.evaluation.generated_audio_dir={folder} is no suite run (no suite_manifest.json "
                                   f"in it), so it was read as a folder made outside clonebench, and: {exc}") from None
         self.checks = {c.task: c for c in checks}
         for check in checks:
-            counts = check.counts()
-            log.info("task %s: %d/%d usable %s", check.task, counts["usable"], counts["ids"],
-                     {k: v for k, v in counts.items() if v and k not in ("ids", "usable")})
+            log.info("task %s: %s", check.task, ", ".join(tally_parts(check)))
             for line in check.lines():
                 log.warning("%s", line)
         record.payload["generated_outside"] = str(Path(folder).resolve())

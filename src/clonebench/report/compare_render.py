@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from html import escape
 from pathlib import Path
 
-from clonebench.core.atomic import atomic_write_json, atomic_write_text
+from clonebench.core.atomic import atomic_write_text
+from clonebench.core.redact import shown
 from clonebench.report.format import latex_escape
 
 LABELS = {"sim": "SIM", "sva": "SVA", "wer": "WER", "mcd": "MCD", "dnsmos": "DNSMOS", "stoi": "STOI", "mos": "MOS",
@@ -169,7 +171,29 @@ def html_page(result: dict) -> str:
             ".best{font-weight:bold}</style></head><body>" + html_section(result) + "</body></html>\n")
 
 
-RENDER = {"md": markdown, "latex": latex, "csv": csv_text, "html": html_page}
+def json_text(result: dict) -> str:
+    return json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+RENDER = {"md": markdown, "latex": latex, "csv": csv_text, "html": html_page, "json": json_text}
+
+
+def _safe(value):
+    """``value`` with every string (labels, paths, notes: untrusted) shown as on a terminal: control and invisible
+    characters as visible escapes, secrets redacted."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {_safe(k): _safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return value
+
+
+def render(result: dict, fmt: str) -> str:
+    """The comparison as ``fmt`` text: the one rendering that is printed and written to a file, so both are the
+    same escaped text (a terminal escape in a system name is shown as ``\\x1b`` in either)."""
+    return RENDER[fmt](_safe(result))
 
 
 def write_formats(result: dict, output: Path, formats: tuple[str, ...]) -> list[Path]:
@@ -177,10 +201,7 @@ def write_formats(result: dict, output: Path, formats: tuple[str, ...]) -> list[
     written = []
     for fmt in formats:
         path = output / FILES[fmt]
-        if fmt == "json":
-            atomic_write_json(path, result)
-        else:
-            atomic_write_text(path, RENDER[fmt](result))
+        atomic_write_text(path, render(result, fmt))
         written.append(path)
     return written
 

@@ -15,7 +15,16 @@ from pathlib import Path
 from clonebench.core.atomic import atomic_write_text
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
-from clonebench.report.paper import COLUMNS, _cell, best, footnotes, is_best, shown_columns
+from clonebench.report.paper import (
+    COLUMNS,
+    PUBLISHED_LABEL,
+    _cell,
+    best,
+    footnotes,
+    is_best,
+    shown_columns,
+    split_rows,
+)
 from clonebench.report.plots import write_plots
 from clonebench.report.tables import as_number
 from clonebench.stats.paired import paired_summary
@@ -36,17 +45,26 @@ def static_text(name: str) -> str:
 def paper_table(rows: list[dict], columns: list = COLUMNS) -> str:
     top, shown = best(rows, columns), shown_columns(rows, columns)
     head = "<tr><th>model</th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _ in shown) + "</tr>"
-    body = []
-    for row in rows:
-        cells = []
-        for key, _, _ in shown:
-            cell = row["cells"].get(key)
-            text = escape(_cell(cell))
-            bold = is_best(cell, top, key)
-            cells.append(f'<td class="{"best" if bold else ""}">{text}</td>')
-        body.append(f'<tr class="{escape(row["source"])}"><td>{escape(row["name"])}</td>{"".join(cells)}</tr>')
+    measured, published = split_rows(rows)
+
+    def body(block: list[dict]) -> str:
+        out = []
+        for row in block:
+            cells = []
+            for key, _, _ in shown:
+                cell = row["cells"].get(key)
+                text = escape(_cell(cell))
+                bold = is_best(cell, top, key, row)
+                cells.append(f'<td class="{"best" if bold else ""}">{text}</td>')
+            out.append(f'<tr class="{escape(row["source"])}"><td>{escape(row["name"])}</td>{"".join(cells)}</tr>')
+        return "".join(out)
+
+    tbody = f"<tbody>{body(measured)}</tbody>" if measured else ""
+    if published:  # context measured on other data: a block of its own under a label, never bold
+        tbody += (f'<tbody class="published"><tr class="published-label"><th colspan="{len(shown) + 1}">'
+                  f"{escape(PUBLISHED_LABEL)}</th></tr>{body(published)}</tbody>")
     notes = "".join(f"<li>{escape(n)}</li>" for n in footnotes(rows))
-    return f'<table class="paper"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table><ul class="notes">{notes}</ul>'
+    return f'<table class="paper"><thead>{head}</thead>{tbody}</table><ul class="notes">{notes}</ul>'
 
 
 def _definition_list(record: dict) -> str:

@@ -21,6 +21,8 @@ PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mos": "MOS", "mcd": "MCD", "rtf": "RT
 # human listening-test scores (clonebench listening-results; report --listening), shown right after the predicted MOS
 HUMAN_COLUMNS = [("human_mos", "MOS (human)↑", True), ("human_smos", "SMOS (human)↑", True),
                  ("human_mushra", "MUSHRA (human)↑", True)]
+PUBLISHED_SOURCES = ("paper",)
+PUBLISHED_LABEL = "published (other data)"  # the heading of the published rows' block; never bold
 BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; (published) rows are the paper's "
              "values, not runs of this harness.")
 
@@ -76,18 +78,34 @@ def footnotes(rows: list[dict]) -> list[str]:
     return notes
 
 
+def is_published(row: dict) -> bool:
+    """A published row (the paper's values): measured on other data with another protocol, so context for the
+    table, never a competitor of its runs."""
+    return row.get("source") in PUBLISHED_SOURCES
+
+
+def split_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(the rows measured here: runs, suite runs, listening tests; the published rows), each in table order."""
+    return [r for r in rows if not is_published(r)], [r for r in rows if is_published(r)]
+
+
 def best(rows: list[dict], columns: list = COLUMNS) -> dict[str, float]:
+    """Per column, the best value among the rows that share data and protocol (the measured rows): a published row
+    is never best and never keeps a run from being best."""
     out = {}
+    measured, _ = split_rows(rows)
     for key, _, higher in shown_columns(rows, columns):
         # an unverified scorer's value, and a reference's (the natural recordings' human score), is never "best"
-        values = [r["cells"][key]["mean"] for r in rows if key in r["cells"]
+        values = [r["cells"][key]["mean"] for r in measured if key in r["cells"]
                   and not r["cells"][key].get("unverified") and not r["cells"][key].get("reference")]
         if values:
             out[key] = max(values) if higher else min(values)
     return out
 
 
-def is_best(cell: dict | None, top: dict, key: str) -> bool:
+def is_best(cell: dict | None, top: dict, key: str, row: dict | None = None) -> bool:
+    if row is not None and is_published(row):
+        return False
     return bool(cell) and not cell.get("unverified") and not cell.get("reference") and cell["mean"] == top.get(key)
 
 
@@ -106,12 +124,15 @@ def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
 
 def markdown(rows: list[dict], columns: list = COLUMNS) -> str:
     top, shown = best(rows, columns), shown_columns(rows, columns)
+    measured, published = split_rows(rows)
     lines = ["| model | " + " | ".join(h for _, h, _ in shown) + " |", "|---" * (len(shown) + 1) + "|"]
-    for row in rows:
+    for row in measured + published:
+        if published and row is published[0]:  # the published block, set apart under its own label
+            lines.append(f"| *{PUBLISHED_LABEL}* |" + " |" * len(shown))
         cells = []
         for key, _, _ in shown:
             text = _cell(row["cells"].get(key))
-            cells.append(f"**{text}**" if is_best(row["cells"].get(key), top, key) else text)
+            cells.append(f"**{text}**" if is_best(row["cells"].get(key), top, key, row) else text)
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n\n" + "\n".join(footnotes(rows)) + "\n"
 
@@ -121,14 +142,18 @@ def latex(rows: list[dict], columns: list = COLUMNS) -> str:
     header = " & ".join(["Model"] + [latex_escape(h).replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
                                      for _, h, _ in shown])
     lines = [r"\begin{tabular}{l" + "c" * len(shown) + "}", r"\toprule", header + r" \\", r"\midrule"]
-    for row in rows:
+    measured, published = split_rows(rows)
+    for row in measured + published:
+        if published and row is published[0]:  # the published block, set apart under its own label
+            lines += ([r"\midrule"] if measured else []) + \
+                [rf"\multicolumn{{{len(shown) + 1}}}{{l}}{{\textit{{{latex_escape(PUBLISHED_LABEL)}}}}} \\"]
         cells = []
         for key, _, _ in shown:
             cell = row["cells"].get(key)
             text = "--" if not cell else f"{cell['mean']:.3f}"
             if cell and cell.get("ci"):
                 text += rf"\,{{\scriptsize[{cell['ci'][0]:.3f}, {cell['ci'][1]:.3f}]}}"
-            if is_best(cell, top, key):
+            if is_best(cell, top, key, row):
                 text = rf"\textbf{{{text}}}"
             if cell and cell.get("unverified"):
                 text += r"$^\dagger$"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.report.tables import ResultTable, as_number, load_run
+from clonebench.report.tables import ResultTable, as_number, load_run, spec_shown
 
 # scorer-block keys that describe one scoring session, not the protocol
 SESSION_KEYS = ("fingerprint", "batch_size", "asset_sources", "cached", "scored", "seconds")
@@ -64,17 +64,41 @@ def _run_dirs(path: Path) -> list[tuple[str | None, list[Path]]]:
                           "or a folder of score outputs")
 
 
+def probe_path(text: str) -> bool:
+    """Whether ``text`` names an existing file or folder. A string that cannot be a path (too long, a NUL byte, a
+    symlink loop, a component that cannot be searched) is "not a path", never an exception."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _existing(spec: str, text: str) -> Path:
+    """``text`` (the path part of ``spec``) as an existing path, or a ClonebenchError naming the spec and why."""
+    try:
+        path = Path(text)
+        path.stat()
+    except ValueError:
+        raise ClonebenchError(f"{spec_shown(spec)}: not a run or folder (a path cannot hold a NUL byte)") from None
+    except OSError as exc:
+        why = "no such run or folder" if isinstance(exc, FileNotFoundError) else (exc.strerror or type(exc).__name__)
+        raise ClonebenchError(f"{spec_shown(spec)}: {why}") from None
+    return path
+
+
 def load_systems(specs: list[str]) -> list[System]:
     """Systems in first-mentioned order; ``NAME=PATH`` names (and groups) them."""
     systems: dict[str, System] = {}
     for spec in specs:
         name, _, rest = spec.partition("=")
-        explicit = bool(rest) and not Path(spec).exists()
-        path = Path(rest if explicit else spec)
-        if not path.exists():
-            raise ClonebenchError(f"{spec}: no such run or folder")
-        for found_label, run_dirs in _run_dirs(path):
-            found = system_of(name if explicit else found_label, run_dirs)
+        explicit = bool(rest) and not probe_path(spec)
+        path = _existing(spec, rest if explicit else spec)
+        try:
+            found_runs = [(label, run_dirs, system_of(name if explicit else label, run_dirs))
+                          for label, run_dirs in _run_dirs(path)]
+        except OSError as exc:
+            raise ClonebenchError(f"{spec_shown(spec)}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        for _, _, found in found_runs:
             label = found.label
             if not explicit and label in systems:
                 label = found.label = f"{label} ({path.name})"

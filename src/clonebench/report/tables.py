@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.redact import escape_terminal
 from clonebench.evaluate.progress import read_progress, unfinished_reason
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
@@ -86,9 +87,31 @@ def load_run(run_dir: Path) -> ResultTable:
                        metrics_summary=metrics["metrics"], run_dir=run_dir)
 
 
+def spec_shown(spec: str, limit: int = 200) -> str:
+    """A command-line spec as an error message may show it: control characters escaped, length bounded."""
+    text = escape_terminal(str(spec))
+    return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(str(spec))} characters)"
+
+
 def load_plain(path: Path) -> ResultTable:
-    """A JSON list / object with "pairs" or "rows" / CSV of per-sample rows with pair_id, speaker_id and metrics."""
-    path = Path(path)
+    """A JSON list / object with "pairs" or "rows" / CSV of per-sample rows with pair_id, speaker_id and metrics.
+    A path that cannot be probed or read (too long, a NUL byte, a symlink loop, no permission) is a
+    ClonebenchError naming it (escaped, bounded), never a traceback."""
+    try:
+        return _load_plain(Path(path))
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise ClonebenchError(f"{spec_shown(str(path))}: not JSON ({exc.msg})") from None
+        if "\0" in str(path):
+            raise ClonebenchError(f"{spec_shown(str(path))}: not a file or folder (a path cannot hold a NUL "
+                                  "byte)") from None
+        raise
+    except OSError as exc:
+        why = "no such file or folder" if isinstance(exc, FileNotFoundError) else (exc.strerror or type(exc).__name__)
+        raise ClonebenchError(f"{spec_shown(str(path))}: {why}") from None
+
+
+def _load_plain(path: Path) -> ResultTable:
     if path.is_dir():
         return load_run(path)
     if path.suffix.lower() == ".csv":
