@@ -29,7 +29,7 @@ class EvaluationSettings:
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
     task: str | None = None          # vc.evaluation.task: output ids <task>__<pair_id> of an external folder
-    max_clip_seconds: float = 1200.0  # evaluation.max_clip_seconds: longest clip scored (from its WAV header)
+    max_clip_seconds: float = 600.0  # evaluation.max_clip_seconds: longest clip scored (from its WAV header)
 
 
 class ScoringSettings(Protocol):

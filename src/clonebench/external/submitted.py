@@ -43,7 +43,7 @@ KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "too_long", "empty", 
 MAX_BYTES = 2 * 1024 ** 3  # larger than any speech clip a scorer reads: refused unread
 # evaluation.max_clip_seconds when a caller gives none (configs/evaluation/default.yaml sets the same value; see
 # there why: it covers rvcbench's longtext/longaudio tasks many times over and refuses hours of audio)
-DEFAULT_MAX_CLIP_SECONDS = 1200.0
+DEFAULT_MAX_CLIP_SECONDS = 600.0
 
 
 @dataclass(frozen=True)

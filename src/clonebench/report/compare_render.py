@@ -175,7 +175,8 @@ def json_text(result: dict) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-RENDER = {"md": markdown, "latex": latex, "csv": csv_text, "html": html_page, "json": json_text}
+RENDER = {"md": markdown, "latex": latex, "csv": csv_text, "html": html_page, "json": json_text,
+          "section": html_section}  # "section": the comparison inside the HTML report page
 
 
 def _safe(value):

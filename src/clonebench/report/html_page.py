@@ -107,15 +107,16 @@ def _comparison(views: list[RunView]) -> str:
     if len(views) < 2:
         return ""
     from clonebench.core.errors import ClonebenchError
-    from clonebench.report.compare_render import html_section
+    from clonebench.report.compare_render import render
     from clonebench.report.multi_compare import compare_systems
     from clonebench.report.systems import system_of
 
     labels = [v.label if [w.label for w in views].count(v.label) == 1 else f"{LETTERS[k]}: {v.label}"
               for k, v in enumerate(views)]
     try:
-        return html_section(compare_systems([system_of(label, [v.table.run_dir]) for label, v in zip(labels, views)],
-                                            allow_partial=True))
+        result = compare_systems([system_of(label, [v.table.run_dir]) for label, v in zip(labels, views)],
+                                 allow_partial=True)
+        return render(result, "section")  # the one escaped rendering compare prints and writes
     except ClonebenchError as exc:
         return f'<section id="comparison"><h2>Comparison</h2><p>Not compared: {escape(str(exc))}</p></section>'
 
