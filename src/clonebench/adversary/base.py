@@ -51,6 +51,8 @@ class PreparedRequest:
     # timing mode: read the body as a stream (time to first byte), then turn it into a WAV with ``to_wav``
     stream: bool = False
     to_wav: Callable[[bytes], bytes] | None = None
+    # a non-2xx answer: the protocol's reading of its status and body (e.g. Triton's error JSON), added to the attempt
+    describe_error: Callable[[int, bytes], str | None] | None = None
 
     @cached_property
     def sha256(self) -> str:
@@ -65,6 +67,7 @@ class SynthesisInput:
     reference_text: str
     seed: int | None
     reference_container: str = "WAV"   # WAV, MP3, FLAC or OGG: the reference file's container, as validated
+    prompt_language: str | None = None  # the reference transcript's language (None: the same as ``language``)
 
     @property
     def reference_mime(self) -> str:
@@ -101,8 +104,24 @@ class Adversary(ABC):
     def prepare(self, item: SynthesisInput) -> PreparedRequest:
         """Serialise one synthesis request."""
 
+    def check_samples(self, samples: list) -> None:
+        """Refuse the run before any request when a selected pair cannot be sent (e.g. a language the server lacks)."""
+
+    def release(self) -> dict[str, Any]:
+        """After the run (idempotent): undo what the adversary set up (e.g. staged references); what to record."""
+        return {}
+
     def seed_policy(self, seed: int | None) -> str:
+        if not self.accepts_seed:
+            return "not_supported"
         return "per_sample_seed(run_seed+source_index)" if seed is not None else "unseeded"
+
+    def seeded(self, seed: int | None) -> bool:
+        """Can this run's outputs be matched seed for seed? False for a server that takes no seed
+        (``accepts_seed``), one known to ignore the seed it accepts (``seed_ignored``), or an unseeded run.
+        (The determinism probe may still find that a server ignores its seed: ``seed_honoured`` false.)"""
+        return self.accepts_seed and not self.seed_ignored and seed is not None and \
+            self.seed_policy(seed) not in ("not_supported", "unseeded")
 
     def request_fingerprint_fields(self) -> dict[str, Any]:
         """What, besides the inputs and the service's files, decides the audio this adversary gets.
@@ -123,6 +142,10 @@ class Adversary(ABC):
         return None
 
     supports_timing: ClassVar[bool] = False
+    # seeds: False = the server has no seed field (none is sent; the run records seeded: false); seed_ignored = the
+    # server accepts a seed and is known not to read it (it is sent, recorded as ignored, and seeded is false)
+    accepts_seed: ClassVar[bool] = True
+    seed_ignored: ClassVar[bool] = False
 
     # request fields the server accepts but never reads (documented per server in docs/servers.md)
     ignored_fields: ClassVar[frozenset[str]] = frozenset()

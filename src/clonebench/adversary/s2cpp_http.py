@@ -43,6 +43,7 @@ def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> 
 class S2CppHTTP(Adversary):
     protocol = "s2cpp_http"
     busy_status = 503  # "Server busy processing another synthesis request." (one at a time, no queue)
+    accepts_seed = False  # mt19937 from random_device: no seed field
 
     @classmethod
     def read_params(cls, reader: ConfigReader) -> dict[str, Any]:

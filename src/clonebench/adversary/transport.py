@@ -196,13 +196,18 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
     attempt.status_code = code
     attempt.response_bytes = len(body)
     attempt.response_sha256 = sha256_bytes(body)
+    explained = request.describe_error(code, body) if request.describe_error and not 200 <= code < 300 else None
+    if explained:
+        body_text = f"{explained}; body {_summarise(body)}"
     if code in TRANSIENT_STATUS:
         retry_after = parse_retry_after(headers.get("retry-after"))
         attempt.retry_after_s = retry_after
-        raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code, retry_after,
+        raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {body_text if explained else _summarise(body)}",
+                               code, retry_after,
                                attempt.response_sha256)
     if not 200 <= code < 300:
-        raise AttemptFailed("permanent", f"HTTP{code}", f"HTTP {code}: {_summarise(body)}", code)
+        raise AttemptFailed("permanent", f"HTTP{code}", f"HTTP {code}: {body_text if explained else _summarise(body)}",
+                            code)
     try:
         if request.to_wav is not None:
             body = request.to_wav(body)

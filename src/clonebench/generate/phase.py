@@ -122,6 +122,7 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
             raise
         recorder.set_samples(samples)
         reference_rule = check_reference_durations(samples, adversary)  # before any request
+        adversary.check_samples(samples)  # e.g. languages the server accepts, a reference share (before any request)
         record = load_service_record(client.service_record, client.protocol)
         adversary.use_service_record(record)
         cache = HashCache(settings.hash_cache)
@@ -145,7 +146,13 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
             "seed": settings.seed, "seed_policy": fields["seed_policy"],
             # None: not probed (the gate, adversary.reference_check, is off); False: the server ignores its seed (or
             # none is sent), and the run is treated as unseeded everywhere
-            "seed_honoured": None if recorder.seeds_sent and settings.seed is not None else False,
+            "seed_honoured": None if recorder.seeds_sent and settings.seed is not None and not adversary.seed_ignored
+            else False,
+            # false: outputs cannot be matched seed for seed (no seed field, a seed the server ignores, no run seed, or
+            # the determinism probe found it ignored); repeat runs then give seed variance, not repeatability
+            "seeded": adversary.seeded(settings.seed),
+            "seed_handling": ("none (the server takes no seed)" if not adversary.accepts_seed else
+                              "sent, ignored by the server" if adversary.seed_ignored else "sent"),
             "effective_sampling": adversary.effective_sampling(),
             "ignored_request_fields": sorted(adversary.ignored_fields),
             **({"reference_rule": reference_rule} if reference_rule else {}),
@@ -153,7 +160,8 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
             "generation_fingerprint_fields": fields,
             "generation_provenance": {"protocol": adversary.protocol,
                                       "endpoint_urls": [redact(u) for u in client.endpoint_urls],
-                                      "request": adversary.params, **service,
+                                      "request": adversary.params, "seeded": adversary.seeded(settings.seed),
+                                      **service,
                                       "service_record": redact_value(record) if record else None},
         })
         reused = {}
@@ -173,6 +181,7 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
         log.info("%d pairs selected, %d reused from an earlier run, %d to generate", len(samples), len(reused), len(todo))
         if todo:
             _generate(settings, adversary, samples, todo, recorder, gate)
+        recorder.extra.update(adversary.release())  # e.g. staged references removed, and what was staged
         status = recorder.finish()
         log.info("generation %s: %s", status.value, recorder.counts())
         return recorder
@@ -191,6 +200,7 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
         recorder.finish(RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
         raise
     finally:
+        adversary.release()  # idempotent: after a failure too
         signal.signal(signal.SIGTERM, previous)
         locks.release()
 
@@ -237,6 +247,7 @@ def _generate(settings: GenerationSettings, adversary, samples: list[Sample], to
                 recorder.extra["reference_check"] = {**gate.result, "shared_from": gate.run_dir}
                 if recorder.seeds_sent and settings.seed is not None:
                     recorder.extra["seed_honoured"] = gate.result["seed_honoured"]
+                    recorder.extra["seeded"] = recorder.extra["seeded"] and gate.result["seed_honoured"] is not False
             elif client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
@@ -244,6 +255,8 @@ def _generate(settings: GenerationSettings, adversary, samples: list[Sample], to
                                                                               recorder, settings.seed, pool)
                     if recorder.seeds_sent and settings.seed is not None:
                         recorder.extra["seed_honoured"] = recorder.extra["reference_check"]["seed_honoured"]
+                        recorder.extra["seeded"] = recorder.extra["seeded"] and \
+                            recorder.extra["seed_honoured"] is not False
                     if gate is not None:
                         gate.result, gate.run_dir = recorder.extra["reference_check"], str(recorder.run_dir)
                 except ClonebenchError:

@@ -27,7 +27,8 @@ def synthesis_input(sample: Sample) -> SynthesisInput:
     return SynthesisInput(text=sample.row.target_text, language=sample.row.target_language,
                           reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
                           reference_text=sample.row.prompt_text,
-                          seed=sample.seed, reference_container=input_container(sample.row.prompt_file_name))
+                          seed=sample.seed, reference_container=input_container(sample.row.prompt_file_name),
+                          prompt_language=sample.row.prompt_language)
 
 
 def _journal_hooks(recorder: RunRecorder, sample_id: str | None, purpose: str):
@@ -88,7 +89,8 @@ async def _gate_send(sample: Sample, adversary: Adversary, http: httpx.AsyncClie
     item = SynthesisInput(text=REFERENCE_CHECK_TEXT, language=sample.row.target_language,
                           reference_audio=verified_bytes(sample.prompt, f"pair {sample.pair_id} prompt_file_name"),
                           reference_text=sample.row.prompt_text, seed=seed,
-                          reference_container=input_container(sample.row.prompt_file_name))
+                          reference_container=input_container(sample.row.prompt_file_name),
+                          prompt_language=sample.row.prompt_language)
     on_start, on_end = _journal_hooks(recorder, sample.sample_id, purpose)
     body, _, _ = await send(http, adversary.prepare(item), policy, on_start, on_end, pool,
                             busy_hook(recorder, sample.sample_id, purpose))

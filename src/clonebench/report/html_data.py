@@ -84,6 +84,7 @@ def provenance(view: RunView) -> dict:
                         "fingerprint": record.get("fingerprint")})
     return {"run": view.label, "run_dir": str(view.table.run_dir), "phase": gen.get("phase"),
             "measure": gen.get("measure"), "seed_policy": gen.get("seed_policy"), "seed": gen.get("seed"),
+            "seeded": gen.get("seeded"),
             "protocol": gp.get("protocol"), "endpoints": gp.get("endpoint_urls"),
             "server_record": gen.get("server_record"), "readiness": gen.get("readiness"),
             "checkpoints": checkpoints, "harness": gen.get("provenance", {}).get("harness"),

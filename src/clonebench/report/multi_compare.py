@@ -23,6 +23,7 @@ from clonebench.report.systems import (
     partial_runs,
     protocol_differences,
     replicate_notes,
+    unseeded_notes,
 )
 from clonebench.stats import seed_variance
 from clonebench.stats.cluster import DRAWS, SEED, cluster_bootstrap, cohen_dz, wins
@@ -139,4 +140,5 @@ def compare_systems(systems: list[System], metrics: list[str] | None = None, bas
         result["warnings"].append(f"only {speakers_n} speakers: a speaker-cluster bootstrap is coarse with fewer than "
                                   f"{FEW_SPEAKERS} (intervals wide or unbounded, small p-values unreachable); use "
                                   "more speakers for claims")
+    result["warnings"] += unseeded_notes(systems)
     return result

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from clonebench.core.paths import REPRODUCTION_DIR
 from clonebench.report.format import latex_escape
-from clonebench.report.tables import ResultTable
+from clonebench.report.tables import UNSEEDED_NOTE, ResultTable
 
 COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", True), ("mcd", "MCD↓", False),
            ("rtf", "RTF↓", False), ("sva", "SVA↑", True), ("emotion_match", "Emo↑", True), ("dnsmos", "DNSMOS↑", True)]
@@ -42,8 +42,10 @@ def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
     rows = []
     for table in tables:
         label = table.label + (" (partial)" if table.status != "complete" else "") \
-            + (" (no seed)" if table.seed_policy == "not_supported" or table.seed_honoured is False else "")
+            + (" (no seed)" if table.unseeded_server else "")
         row = {"name": label, "source": "run", "cells": {}, "notes": []}
+        if table.unseeded_server:
+            row["notes"].append(f"{table.label}: {UNSEEDED_NOTE}")
         for key, _, _ in columns:
             entry = table.metrics_summary.get(key)
             if entry and entry.get("mean") is not None:

@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.report.tables import ResultTable, as_number, load_run, spec_shown
+from clonebench.report.tables import (
+    UNSEEDED_NOTE,
+    ResultTable,
+    as_number,
+    load_run,
+    spec_shown,
+)
 
 # scorer-block keys that describe one scoring session, not the protocol
 SESSION_KEYS = ("fingerprint", "batch_size", "asset_sources", "cached", "scored", "seconds")
@@ -117,6 +123,15 @@ def system_of(label: str | None, run_dirs: list[Path]) -> System:
         system.runs.append(table)
         system.scorers.append(scoring.get("scorers", {}))
     return system
+
+
+def unseeded_notes(systems: list[System]) -> list[str]:
+    """A note per system with a run from a server that takes no seed or ignores it (the manifest's seeded false)."""
+    out = []
+    for system in systems:
+        if any(t.unseeded_server for t in system.runs):
+            out.append(f"{system.label}: {UNSEEDED_NOTE}")
+    return out
 
 
 def replicate_notes(systems: list[System]) -> list[str]:

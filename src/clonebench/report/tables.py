@@ -13,6 +13,7 @@ from clonebench.core.redact import escape_terminal
 from clonebench.evaluate.progress import read_progress, unfinished_reason
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
+UNSEEDED_NOTE = "unseeded server: repeat runs give seed variance, not repeatability"
 
 
 @dataclass
@@ -27,6 +28,7 @@ class ResultTable:
     seed_policy: str | None = None
     seed: int | None = None
     seed_honoured: bool | None = None                    # False: the server ignored its seed (treated as no seed)
+    seeded_recorded: bool | None = None                  # the manifest's ``seeded`` (None: written before it existed)
     effective_sampling: dict | None = None               # the sampling the server applied (generation manifest)
     input_fingerprint: str | None = None
     metrics_summary: dict = field(default_factory=dict)
@@ -36,7 +38,14 @@ class ResultTable:
     @property
     def seeded(self) -> bool:
         """Outputs can be matched seed for seed: a seed was sent and the server did not ignore it."""
-        return self.seed_policy not in (None, "not_supported", "unseeded") and self.seed_honoured is not False
+        return self.seed_policy not in (None, "not_supported", "unseeded") and self.seed_honoured is not False \
+            and self.seeded_recorded is not False
+
+    @property
+    def unseeded_server(self) -> bool:
+        """The server takes no seed, ignores it, or the determinism probe found it ignored (not a run without seed)."""
+        return self.seed_policy == "not_supported" or self.seed_honoured is False or \
+            (self.seeded_recorded is False and self.seed_policy not in (None, "unseeded"))
 
     def values(self, metric: str) -> list[float | None]:
         return [as_number(r.get(metric)) for r in self.rows]
@@ -82,6 +91,7 @@ def load_run(run_dir: Path) -> ResultTable:
                        fingerprints=fingerprints, executions=executions, status=metrics["status"],
                        generation_status=generation.get("status"), seed_policy=generation.get("seed_policy"),
                        seed=generation.get("seed"), seed_honoured=generation.get("seed_honoured"),
+                       seeded_recorded=generation.get("seeded"),
                        effective_sampling=generation.get("effective_sampling"),
                        input_fingerprint=metrics.get("input_fingerprint"),
                        metrics_summary=metrics["metrics"], run_dir=run_dir)

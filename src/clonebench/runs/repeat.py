@@ -45,9 +45,12 @@ async def _resend(settings, samples, journaled, repeats):
         for sample, outcome in samples:
             request = adversary.prepare(synthesis_input(sample))
             outputs = []
-            for _ in range(repeats):
-                body, _, _ = await send(http, request, policy, lambda a: None, lambda a: None)
-                outputs.append(sha256_bytes(body))
+            try:
+                for _ in range(repeats):
+                    body, _, _ = await send(http, request, policy, lambda a: None, lambda a: None)
+                    outputs.append(sha256_bytes(body))
+            finally:
+                adversary.release()  # e.g. a reference staged in a server-side share (staged again if needed)
             report.append({"pair_id": sample.pair_id, "sample_id": sample.sample_id, "original_sha256": outcome.audio_sha256,
                            "request_identical": request.sha256 == journaled.get(sample.sample_id),
                            "repeat_sha256": outputs,
@@ -89,7 +92,8 @@ def repeat_run(run_dir: Path, count: int = 3, repeats: int = 1, endpoint: str | 
     report = asyncio.run(_resend(settings, chosen, journaled, repeats))
     identical = sum(all(r["identical_to_original"]) for r in report)
     seeded = manifest.get("seed_policy") not in (None, "not_supported", "unseeded") \
-        and manifest.get("seed") is not None and manifest.get("seed_honoured") is not False
+        and manifest.get("seed") is not None and manifest.get("seed_honoured") is not False \
+        and manifest.get("seeded") is not False
     return {"run_dir": str(run_dir), "samples": len(report), "repeats": repeats, "seeded": seeded,
             "seed_honoured": manifest.get("seed_honoured"), "seed_policy": manifest.get("seed_policy"),
             "byte_identical": identical, "results": report}
