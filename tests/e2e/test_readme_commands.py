@@ -100,6 +100,10 @@ SKIPPED = {
     "python run_vc.py ... vc.resume_from=": "placeholder '...'; covered by tests/integration/test_resume_and_kill.py",
     "python -m clonebench.standin --listen": "a server that runs until stopped; started by every stand-in test",
     "clonebench merge results/": "placeholder <run>; covered by tests/integration/test_shards_and_merge.py",
+    "python runtime/python/fastapi/server.py": "the real CosyVoice server: needs a CosyVoice checkout, its model "
+        "and a GPU; its protocol runs against the stand-in in tests/integration/test_cosyvoice_protocol.py",
+    "uv run python -m zonos2": "the real Zonos 2 server: needs a ZONOS2 checkout, its model and an NVIDIA GPU; its "
+        "protocol runs against the stand-in in tests/integration/test_zonos2_protocol.py",
     "clonebench doctor --eval": "checks this machine's CUDA and hub assets; covered by its own tests",
 }
 GENERATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots run_name=fish_s2_http_libritts16"

@@ -10,6 +10,10 @@ ADVERSARIES: dict[str, str] = {
     "fish_s2_http": "clonebench.adversary.fish_s2_http:FishS2HTTP",
     "s2cpp_http": "clonebench.adversary.s2cpp_http:S2CppHTTP",
     "openai_speech": "clonebench.adversary.openai_speech:OpenAISpeech",
+    "cosyvoice_http": "clonebench.adversary.cosyvoice_http:CosyVoiceHTTP",
+    "zonos2_http": "clonebench.adversary.zonos2_http:Zonos2HTTP",
+    "gpt_sovits_http": "clonebench.adversary.gpt_sovits_http:GPTSoVITSHTTP",
+    "triton_kserve": "clonebench.adversary.triton_kserve:TritonKServe",
 }
 
 

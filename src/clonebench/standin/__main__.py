@@ -22,7 +22,8 @@ from clonebench.standin.server import StandinServer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clonebench.standin", description=__doc__)
     parser.add_argument("--listen", default="127.0.0.1:0", help="loopback host:port (port 0 = any free port)")
-    parser.add_argument("--protocol", choices=("fish", "s2cpp", "openai"), default="fish",
+    parser.add_argument("--protocol", choices=("fish", "s2cpp", "openai", "triton", "cosyvoice", "zonos2",
+                                                     "gpt_sovits"), default="fish",
                         help="Fish api_server (/v1/tts), s2.cpp (/generate) or OpenAI speech (/v1/audio/speech)")
     parser.add_argument("--api-key-env", help="environment variable holding the Bearer key to require")
     parser.add_argument("--latency", type=float, default=0.0, help="fixed extra seconds per synthesis")
@@ -34,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vllm-build", choices=BUILDS, default="after-6553",
                         help="--protocol openai: behave as vLLM-Omni before #5406 (extra_params sampling ignored, "
                              "sample_rate dropped) or after #6553 (sampling applied, sample_rate refused, int64 seeds)")
-    parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups")
+    parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups; gpt_sovits: the "
+                        "shared folder whose server-side reference paths it reads")
     parser.add_argument("--port-file", type=Path, help="write the bound URL here once listening")
     parser.add_argument("--max-lifetime", type=float, default=3600.0, help="stop by itself after this many seconds")
     batch = parser.add_argument_group("batch mode (no server): ZipVoice-style inference over a prompt list")

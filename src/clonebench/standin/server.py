@@ -27,12 +27,19 @@ from pathlib import Path
 
 from clonebench.data.audio import InvalidAudio
 from clonebench.standin import hostile, openai_api, s2cpp_api, voice, wavs
+from clonebench.standin import triton_api
+from clonebench.standin import cosyvoice_api, zonos2_api
+from clonebench.standin import gpt_sovits_api
 from clonebench.standin.faults import FaultPlan
 from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
 
 log = logging.getLogger("clonebench.standin")
 ROUTES = {"/v1/health": ("GET", "POST"), "/v1/tts": ("POST",)}
 PROTOCOL_ROUTES = {"fish": ROUTES, "s2cpp": s2cpp_api.ROUTES, "openai": openai_api.ROUTES}
+PROTOCOL_ROUTES["triton"] = triton_api.ROUTES  # dynamic paths: triton_api.route serves them
+DELEGATED = {"cosyvoice": cosyvoice_api, "zonos2": zonos2_api}  # modules that serve every route (.route)
+PROTOCOL_ROUTES.update({name: module.ROUTES for name, module in DELEGATED.items()})
+PROTOCOL_ROUTES["gpt_sovits"] = gpt_sovits_api.ROUTES  # gpt_sovits_api.route serves them
 AUDIO_EXTENSIONS = (".mp3", ".wav", ".flac", ".ogg", ".m4a", ".wma", ".aac", ".aiff", ".aif", ".aifc")
 
 
@@ -147,6 +154,12 @@ class Handler(BaseHTTPRequestHandler):
             if path.startswith("/_standin/"):
                 return self._control(method, path, body)
             entry = self.server.record(path, body, self.headers.get("Content-Type")) if method == "POST" else {}
+            if protocol == "triton":
+                return triton_api.route(self, method, path, body)
+            if protocol in DELEGATED:
+                return DELEGATED[protocol].route(self, method, path, body)
+            if protocol == "gpt_sovits":  # server-side reference paths, read in references_dir
+                return gpt_sovits_api.route(self, method, path, body)
             routes = PROTOCOL_ROUTES[protocol]
             if path not in routes:
                 raise {"fish": HTTPFailure(404), "s2cpp": s2cpp_api.not_found(),
