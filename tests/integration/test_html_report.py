@@ -70,7 +70,11 @@ def test_single_run_page_is_self_contained_sortable_and_escaped(runs, tmp_path):
         speakers = page.evaluate("""Array.from(document.querySelectorAll('#samples-table tbody tr'))
                                     .filter(r => !r.hidden).map(r => r.dataset.speaker)""")
         assert speakers == ["1002", "1002"]
-        assert page.locator("table.paper tbody tr").count() == 1 + 22  # the run and the paper's v3 rows
+        # the run, then the paper's 22 v3 rows apart under their label (context, never bold)
+        assert page.locator("table.paper tbody:not(.published) tr").count() == 1
+        assert page.locator("table.paper tbody.published tr.published-label").count() == 1
+        assert page.locator("table.paper tbody.published tr:not(.published-label)").count() == 22
+        assert page.locator("table.paper tbody.published strong, table.paper tbody.published b").count() == 0
     finally:
         close()
 
