@@ -13,6 +13,7 @@ ADVERSARIES: dict[str, str] = {
     "cosyvoice_http": "clonebench.adversary.cosyvoice_http:CosyVoiceHTTP",
     "zonos2_http": "clonebench.adversary.zonos2_http:Zonos2HTTP",
     "gpt_sovits_http": "clonebench.adversary.gpt_sovits_http:GPTSoVITSHTTP",
+    "sglang_omni_speech": "clonebench.adversary.sglang_omni_speech:SGLangOmniSpeech",
     "triton_kserve": "clonebench.adversary.triton_kserve:TritonKServe",
 }
 

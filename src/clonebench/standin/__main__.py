@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clonebench.standin", description=__doc__)
     parser.add_argument("--listen", default="127.0.0.1:0", help="loopback host:port (port 0 = any free port)")
     parser.add_argument("--protocol", choices=("fish", "s2cpp", "openai", "triton", "cosyvoice", "zonos2",
-                                                     "gpt_sovits"), default="fish",
+                                                     "gpt_sovits", "sglang_omni"), default="fish",
                         help="Fish api_server (/v1/tts), s2.cpp (/generate) or OpenAI speech (/v1/audio/speech)")
     parser.add_argument("--api-key-env", help="environment variable holding the Bearer key to require")
     parser.add_argument("--latency", type=float, default=0.0, help="fixed extra seconds per synthesis")

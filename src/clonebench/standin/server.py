@@ -30,6 +30,7 @@ from clonebench.standin import hostile, openai_api, s2cpp_api, voice, wavs
 from clonebench.standin import triton_api
 from clonebench.standin import cosyvoice_api, zonos2_api
 from clonebench.standin import gpt_sovits_api
+from clonebench.standin import sglang_omni_api
 from clonebench.standin.faults import FaultPlan
 from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
 
@@ -40,6 +41,8 @@ PROTOCOL_ROUTES["triton"] = triton_api.ROUTES  # dynamic paths: triton_api.route
 DELEGATED = {"cosyvoice": cosyvoice_api, "zonos2": zonos2_api}  # modules that serve every route (.route)
 PROTOCOL_ROUTES.update({name: module.ROUTES for name, module in DELEGATED.items()})
 PROTOCOL_ROUTES["gpt_sovits"] = gpt_sovits_api.ROUTES  # gpt_sovits_api.route serves them
+DELEGATED["sglang_omni"] = sglang_omni_api  # server-side reference paths, read in references_dir
+PROTOCOL_ROUTES["sglang_omni"] = sglang_omni_api.ROUTES
 AUDIO_EXTENSIONS = (".mp3", ".wav", ".flac", ".ogg", ".m4a", ".wma", ".aac", ".aiff", ".aif", ".aifc")
 
 
