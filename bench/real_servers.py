@@ -1,0 +1,382 @@
+#!/usr/bin/env python
+"""clonebench's real requests through an upstream server's own HTTP app, with only the model call stubbed.
+
+Given a local checkout of an upstream cloning server at its pinned commit, this starts that server's own web layer
+(its FastAPI app, routes, request models, form/JSON parsing, reference decoding and response code, all imported from
+the checkout unchanged) with the model classes replaced by stubs (no weights, no GPU), on 127.0.0.1, and runs
+clonebench's real generate phase (``run_vc.py`` with the adversary's config) against it on the eSpeak NG demo pairs.
+It then checks that every request was accepted by the real request layer (HTTP 200, one attempt), that the stub
+saw the fields the adapter means to send (text, prompt text, reference, seed, language codes ...), and that every
+saved WAV validates with the rate and length the stub produced. The stub's answer is deterministic audio derived
+from what it received, so a lost or altered field shows up as a failed check.
+
+Not run in CI: it needs the upstream checkout (and a Python with the upstream web layer's PyPI packages). Run the
+launcher part with that Python; clonebench's side runs with this interpreter::
+
+    python -m venv --system-site-packages /tmp/up/venv
+    /tmp/up/venv/bin/pip install fastapi uvicorn python-multipart
+    python bench/real_servers.py --server cosyvoice --checkout /tmp/up/cosyvoice --python /tmp/up/venv/bin/python
+
+``--system-site-packages`` lends the venv this environment's numpy, soundfile, torch and torchaudio (CosyVoice's
+``load_wav`` uses torchaudio). What is not checked: the model itself (its sampling, its own refusals raised inside
+inference, its real chunking and timing), and any route other than the one the adapter uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+SERVERS = {
+    "cosyvoice": {
+        "commit": "ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40",
+        "module": "runtime/python/fastapi/server.py",
+        "adversary": "cosyvoice_http",
+        "path": "/inference_zero_shot",
+    },
+    "gpt_sovits": {
+        "commit": "48b1a0169a28582a8984402f82cf438d3bfa6aca",
+        "module": "api_v2.py",
+        "adversary": "gpt_sovits_http",
+        "path": "/tts",
+    },
+}
+
+
+# --- the launcher: runs under the upstream Python, imports the upstream app with stubbed model classes ---------
+
+class Recorder:
+    def __init__(self, path: str):
+        self.path = path
+
+    def __call__(self, **event) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
+
+
+def stub_seconds(text: str) -> float:
+    """The stub's answer length: a function of the text it received (0.5 s + 20 ms per character)."""
+    return 0.5 + 0.02 * len(text)
+
+
+def stub_tone(text: str, sample_rate: int):
+    import numpy as np
+
+    n = round(stub_seconds(text) * sample_rate)
+    t = np.arange(n) / sample_rate
+    return (0.25 * np.sin(2 * np.pi * (150 + len(text)) * t)).astype(np.float32)
+
+
+def load_module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def serve_cosyvoice(checkout: Path, record: Recorder, port: int):
+    """CosyVoice's FastAPI server with ``cosyvoice.cli.cosyvoice`` (AutoModel) stubbed; ``load_wav`` is upstream's."""
+    import torch
+
+    sample_rate = 24000  # CosyVoice 2/3 (cosyvoice.yaml sample_rate)
+
+    class StubModel:
+        def __init__(self, model_dir=None, **kwargs):
+            self.sample_rate = sample_rate
+
+        def inference_zero_shot(self, tts_text, prompt_text, prompt_speech_16k, stream=False, speed=1.0, **kwargs):
+            tone = torch.from_numpy(stub_tone(tts_text, sample_rate)).unsqueeze(0)
+            record(route="inference_zero_shot", tts_text=tts_text, prompt_text=prompt_text,
+                   prompt_shape=list(prompt_speech_16k.shape), prompt_dtype=str(prompt_speech_16k.dtype),
+                   prompt_sum=float(prompt_speech_16k.abs().sum()), answer_samples=tone.shape[1])
+            half = tone.shape[1] // 2  # two chunks, as the model streams
+            yield {"tts_speech": tone[:, :half]}
+            yield {"tts_speech": tone[:, half:]}
+
+    stub = types.ModuleType("cosyvoice.cli.cosyvoice")
+    stub.AutoModel = stub.CosyVoice = stub.CosyVoice2 = StubModel
+    sys.path.insert(0, str(checkout))
+    sys.modules["cosyvoice.cli.cosyvoice"] = stub  # the real packages cosyvoice, cosyvoice.cli come from the checkout
+    module = load_module("cosyvoice_fastapi_server", checkout / SERVERS["cosyvoice"]["module"])
+    module.cosyvoice = StubModel()  # what the server's __main__ does, with the stub
+    return module.app
+
+
+def upstream_class_lists(path: Path, class_name: str) -> dict:
+    """The list literals in an upstream class body (read with ast: the module itself needs the model's packages)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return {stmt.target.id: ast.literal_eval(stmt.value) for stmt in node.body
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.List)}
+    raise SystemExit(f"{class_name} not found in {path}")
+
+
+def serve_gpt_sovits(checkout: Path, record: Recorder, port: int):
+    """api_v2.py with ``GPT_SoVITS.TTS_infer_pack.TTS`` (TTS, TTS_Config) stubbed; everything else is upstream's."""
+    import hashlib
+
+    import numpy as np
+
+    sample_rate = 32000  # v2 models
+    lists = upstream_class_lists(checkout / "GPT_SoVITS/TTS_infer_pack/TTS.py", "TTS_Config")
+
+    class StubConfig:
+        def __init__(self, path=None):
+            self.version = "v2"
+            self.languages = lists["v2_languages"]  # upstream's own list for v2
+
+    class StubTTS:
+        def __init__(self, config):
+            self.configs = config
+
+        def run(self, inputs: dict):
+            path = inputs["ref_audio_path"]
+            if not os.path.exists(path):
+                raise ValueError(f"{path} not exists")  # TTS.run's own check
+            data = Path(path).read_bytes()
+            tone = (stub_tone(inputs["text"], sample_rate) * 32767).astype(np.int16)
+            record(route="tts", **{k: v for k, v in inputs.items() if k != "aux_ref_audio_paths"},
+                   ref_sha256=hashlib.sha256(data).hexdigest(), answer_samples=int(tone.shape[0]))
+            if inputs.get("streaming_mode") or inputs.get("return_fragment"):
+                third = tone.shape[0] // 3
+                for chunk in (tone[:third], tone[third:2 * third], tone[2 * third:]):
+                    yield sample_rate, chunk
+            else:
+                yield sample_rate, tone
+
+    stub = types.ModuleType("GPT_SoVITS.TTS_infer_pack.TTS")
+    stub.TTS, stub.TTS_Config = StubTTS, StubConfig
+    os.chdir(checkout)  # api_v2 runs from the checkout's root (tools/i18n reads its locale by a relative path)
+    sys.path.insert(0, str(checkout))
+    package = types.ModuleType("GPT_SoVITS.TTS_infer_pack")  # its __init__ imports TTS (the model): skipped, but
+    package.__path__ = [str(checkout / "GPT_SoVITS/TTS_infer_pack")]  # text_segmentation_method is upstream's
+    sys.modules["GPT_SoVITS.TTS_infer_pack"] = package
+    sys.modules["GPT_SoVITS.TTS_infer_pack.TTS"] = package.TTS = stub
+    sys.argv = ["api_v2.py", "-a", "127.0.0.1", "-p", str(port)]
+    module = load_module("gpt_sovits_api_v2", checkout / SERVERS["gpt_sovits"]["module"])
+    return module.APP
+
+
+LAUNCHERS = {"cosyvoice": serve_cosyvoice, "gpt_sovits": serve_gpt_sovits}
+
+
+def launch(server: str, checkout: Path, port: int, record_path: str) -> None:
+    import uvicorn
+
+    app = LAUNCHERS[server](checkout.resolve(), Recorder(str(Path(record_path).resolve())), port)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+# --- the driver: clonebench's side ----------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_listening(launcher: subprocess.Popen, port: int, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if launcher.poll() is not None:
+            raise SystemExit(f"the upstream app exited ({launcher.returncode}) before listening; see its traceback")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"the upstream app did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def checkout_commit(checkout: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=False)
+    except OSError:
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def web_layer_versions(python: str) -> str:
+    code = ("import importlib.metadata as m\nfor n in ('fastapi', 'starlette', 'pydantic', 'uvicorn', "
+            "'python-multipart', 'torchaudio', 'soundfile'):\n"
+            "    try: print(n + '==' + m.version(n), end=' ')\n    except m.PackageNotFoundError: pass")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or out.stderr.strip()[-200:]
+
+
+def audio_frames(path: Path) -> tuple[int, int]:
+    import soundfile as sf
+
+    info = sf.info(str(path))
+    return info.frames, info.samplerate
+
+
+def check_cosyvoice(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
+    problems = []
+    by_text = {event["tts_text"]: event for event in seen}
+    for pair in pairs:
+        event = by_text.get(pair["target_text"])
+        if event is None:
+            problems.append(f"the stub never saw tts_text {pair['target_text']!r}")
+            continue
+        if event["prompt_text"] != pair["prompt_text"]:
+            problems.append(f"prompt_text {event['prompt_text']!r} != {pair['prompt_text']!r}")
+        frames, rate = audio_frames(data / pair["prompt_file_name"])
+        expected = frames if rate == 16000 else round(frames * 16000 / rate)
+        shape = event["prompt_shape"]
+        if shape[0] != 1 or abs(shape[1] - expected) > 2 or event["prompt_sum"] <= 0:
+            problems.append(f"load_wav gave {shape} (sum {event['prompt_sum']}) for {pair['prompt_file_name']} "
+                            f"({frames} frames at {rate} Hz; expected [1, {expected}] at 16 kHz)")
+    return problems
+
+
+def check_gpt_sovits(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
+    import hashlib
+
+    problems = []
+    by_text = {event["text"]: event for event in seen}
+    seeds = {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
+    share = (work / "share").resolve()
+    for pair in pairs:
+        event = by_text.get(pair["target_text"])
+        if event is None:
+            problems.append(f"the stub never saw text {pair['target_text']!r}")
+            continue
+        want = {"prompt_text": pair["prompt_text"], "text_lang": pair["target_language"].lower(),
+                "prompt_lang": pair["prompt_language"].lower(), "seed": seeds.get(pair["source_index"]),
+                "ref_sha256": hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()}
+        for key, value in want.items():
+            if event.get(key) != value:
+                problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
+        if Path(event["ref_audio_path"]).resolve().parent != share:
+            problems.append(f"ref_audio_path {event['ref_audio_path']} is not in the share {share}")
+        if not isinstance(event["seed"], int) or event["seed"] < 0:
+            problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
+    left = sorted(p.name for p in share.iterdir())
+    if left:
+        problems.append(f"staged references left in the share after the run: {left}")
+    return problems
+
+
+CHECKS = {"cosyvoice": check_cosyvoice, "gpt_sovits": check_gpt_sovits}
+EXPECTED_RATE = {"cosyvoice": 24000, "gpt_sovits": 32000}
+EXTRA = {"gpt_sovits": lambda work: ["adversary.reference_duration_check=false",  # demo clips are 2.3-2.8 s
+                                     f"adversary.reference_share.local_dir={work / 'share'}"]}
+
+
+def drive(args) -> int:
+    sys.path.insert(0, str(HERE))
+    from _standins import run_vc
+
+    from clonebench.data.audio import validate_wav
+    from clonebench.demo.dataset import build_demo_dataset
+
+    spec = SERVERS[args.server]
+    checkout = Path(args.checkout).resolve()
+    commit = checkout_commit(checkout) or args.commit
+    if commit and commit != spec["commit"]:
+        print(f"warning: checkout is at {commit}, the adapter was written from {spec['commit']}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="real_server_") as tmp:
+        work = Path(tmp)
+        manifest_path = build_demo_dataset(work / "data")
+        data = manifest_path.parent
+        pairs = json.loads(manifest_path.read_text())["pairs"][: args.pairs]
+        record_path = work / "stub_calls.jsonl"
+        port = free_port()
+        env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
+        launcher = subprocess.Popen([args.python, __file__, "--launch", args.server, "--checkout", str(checkout),
+                                     "--port", str(port), "--record", str(record_path)], env=env)
+        try:
+            wait_listening(launcher, port)
+            url = f"http://127.0.0.1:{port}{spec['path']}"
+            extra = [f"adversary={spec['adversary']}", f"adversary.endpoint_url={url}", "adversary.ready_timeout=120",
+                     "adversary.reference_check=false", f"adversary.max_samples={len(pairs)}",
+                     "adversary.request_attempts=1", *EXTRA.get(args.server, lambda w: [])(work), *args.override]
+            (work / "share").mkdir()
+            result = run_vc(work, manifest_path, *extra)
+        finally:
+            launcher.terminate()
+            launcher.wait(timeout=30)
+        run_dir = Path(result["run_dir"])
+        manifest = json.loads((run_dir / "run_manifest.json").read_text())
+        journal = [json.loads(line) for line in (run_dir / "sample_events.jsonl").read_text().splitlines() if line]
+        seen = [json.loads(line) for line in record_path.read_text().splitlines()] if record_path.exists() else []
+        problems = []
+        attempts = [e for e in journal if e["event"] == "attempt_end" and e.get("purpose") == "sample"]
+        if len(attempts) != len(pairs):
+            problems.append(f"{len(attempts)} sample attempts for {len(pairs)} pairs")
+        for attempt in attempts:
+            if attempt.get("status_code") != 200 or attempt.get("outcome") != "ok":
+                problems.append(f"attempt {attempt.get('sample_id')}: HTTP {attempt.get('status_code')} "
+                                f"{attempt.get('outcome')} {attempt.get('error')}")
+        if len(seen) != len(pairs):
+            problems.append(f"the stub saw {len(seen)} calls for {len(pairs)} pairs")
+        problems += CHECKS[args.server](pairs, data, seen, manifest, work)
+        answers = {event.get("tts_text", event.get("text")): event["answer_samples"] for event in seen}
+        texts = {pair["source_index"]: pair["target_text"] for pair in pairs}
+        for sample in manifest["samples"]:
+            if sample.get("status") != "generated" or not sample.get("audio_path"):
+                problems.append(f"sample {sample['sample_id']}: {sample.get('status')}")
+                continue
+            info = validate_wav((run_dir / sample["audio_path"]).read_bytes())
+            text = texts.get(sample.get("source_index"), "")
+            expected = answers.get(text)
+            if info.sample_rate != EXPECTED_RATE[args.server] or info.channels != 1 or info.frames != expected:
+                problems.append(f"sample {sample['sample_id']}: {info} (stub answered {expected} samples at "
+                                f"{EXPECTED_RATE[args.server]} Hz)")
+        print(f"server: {args.server} ({spec['module']}) at {commit or 'unknown commit'}")
+        print(f"web layer: {web_layer_versions(args.python)}")
+        print(f"pairs: {len(pairs)}; stub calls: {len(seen)}; attempts ok: "
+              f"{sum(1 for a in attempts if a.get('outcome') == 'ok')}/{len(attempts)}; "
+              f"samples generated: {sum(1 for s in manifest['samples'] if s.get('status') == 'generated')}")
+        print(f"seeded: {manifest.get('seeded')}; readiness: {json.dumps(manifest.get('readiness', {}))[:200]}")
+        if args.keep:
+            import shutil
+
+            shutil.copytree(run_dir, args.keep, dirs_exist_ok=True)
+            (Path(args.keep) / "stub_calls.jsonl").write_text(record_path.read_text() if seen else "")
+        if problems:
+            print("FAILED:\n  " + "\n  ".join(problems))
+            return 1
+        print("OK: every request accepted by the real request layer; the stub saw the expected fields; WAVs valid")
+        return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", choices=sorted(SERVERS))
+    parser.add_argument("--checkout", required=True, help="the upstream checkout (at the pinned commit)")
+    parser.add_argument("--python", default=sys.executable, help="the Python with the upstream web layer installed")
+    parser.add_argument("--pairs", type=int, default=4, help="demo pairs to send (at most 8)")
+    parser.add_argument("--commit", help="the checkout's commit when it is not a git work tree (an archive)")
+    parser.add_argument("--keep", help="copy the run folder and the stub's record here")
+    parser.add_argument("--override", action="append", default=[], help="an extra run_vc.py override")
+    parser.add_argument("--launch", choices=sorted(LAUNCHERS), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--record", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.launch:
+        launch(args.launch, Path(args.checkout), args.port, args.record)
+        return 0
+    if not args.server:
+        parser.error("--server is required")
+    return drive(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
