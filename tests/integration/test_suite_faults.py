@@ -75,7 +75,7 @@ def reference(small_suite, server, tmp_path_factory):
 def _command(folder: Path, data: Path, url: str, results: Path, run_dir: Path, origin: Path | None) -> list[str]:
     return [sys.executable, str(REPO / "run_vc.py"), "--config-name", "suite/onboarding_v1",
             f"paths.results_dir={results}", f"adversary.endpoint_url={url}/v1/tts",
-            "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", "adversary.ready_timeout=2",
+            "adversary.retry_initial_delay=0.01", "adversary.retry_max_delay=0.2", "adversary.ready_timeout=30",
             *_settings(folder, data), f"hydra.run.dir={run_dir}",
             *([f"vc.resume_from={origin}"] if origin is not None else [])]
 
