@@ -18,7 +18,9 @@ launcher part with that Python; clonebench's side runs with this interpreter::
     python bench/real_servers.py --server cosyvoice --checkout /tmp/up/cosyvoice --python /tmp/up/venv/bin/python
 
 ``--system-site-packages`` lends the venv this environment's numpy, soundfile, torch and torchaudio (CosyVoice's
-``load_wav`` uses torchaudio). What is not checked: the model itself (its sampling, its own refusals raised inside
+``load_wav`` uses torchaudio). Zonos 2 (``--server zonos2 --checkout <ZONOS2 checkout>``) also needs ``pyzmq`` (its
+frontend talks to its backend over ZMQ with msgpack messages) and ``ffmpeg`` on the PATH (it transcodes the
+reference). What is not checked: the model itself (its sampling, its own refusals raised inside
 inference, its real chunking and timing), and any route other than the one the adapter uses.
 """
 
@@ -50,6 +52,12 @@ SERVERS = {
         "module": "api_v2.py",
         "adversary": "gpt_sovits_http",
         "path": "/tts",
+    },
+    "zonos2": {
+        "commit": "8fee419a5850581411edea6c456481076e2d23ea",
+        "module": "python/zonos2/server/api_server.py",
+        "adversary": "zonos2_http",
+        "path": "/tts/generate",
     },
 }
 
@@ -172,14 +180,107 @@ def serve_gpt_sovits(checkout: Path, record: Recorder, port: int):
     return module.APP
 
 
-LAUNCHERS = {"cosyvoice": serve_cosyvoice, "gpt_sovits": serve_gpt_sovits}
+def skip_package_init(name: str, folder: Path, **members) -> types.ModuleType:
+    """A package whose ``__init__`` (which imports the model) is skipped; its submodules are the checkout's."""
+    package = types.ModuleType(name)
+    package.__path__ = [str(folder)]
+    package.__dict__.update(members)
+    sys.modules[name] = package
+    return package
+
+
+def serve_zonos2(checkout: Path, record: Recorder, port: int) -> None:
+    """Zonos 2's api_server.py served by its own ``run_api_server`` (FastAPI app, FrontendManager, ZMQ queues and
+    msgpack messages all upstream's), with the backend processes (tokenizer, scheduler, vocoder) replaced by a stub
+    thread on the same ZMQ addresses, the Qwen3 speaker embedder by a stub, and the checkpoint's model config by a
+    stub config (speaker conditioning on, 2048-d embeddings: the release encoder's size)."""
+    import threading
+
+    import torch
+
+    sample_rate = 44100  # float32 PCM at 44.1 kHz (TTSAudioReply)
+    root = checkout / "python"
+    sys.path.insert(0, str(root))
+    # the engine and scheduler packages' __init__ import the model (sgl_kernel, CUDA); their config modules don't
+    skip_package_init("zonos2.engine", root / "zonos2/engine")
+    from zonos2.engine.config import EngineConfig
+    sys.modules["zonos2.engine"].EngineConfig = EngineConfig
+    skip_package_init("zonos2.scheduler", root / "zonos2/scheduler")
+    from zonos2.scheduler.config import SchedulerConfig
+    sys.modules["zonos2.scheduler"].SchedulerConfig = SchedulerConfig
+
+    class StubSpeakerEmbedding:  # zonos2.models.speaker_cloning.Qwen3SpeakerEmbedding
+        def __init__(self, device="cpu"):
+            self.device = device
+
+        def __call__(self, wav, sample_rate):
+            # what the embedder received, carried in the embedding itself through the ZMQ messages to the backend
+            embedding = torch.zeros(1, 2048, dtype=torch.float32)
+            embedding[0, :4] = torch.tensor([wav.shape[0], wav.shape[1], float(sample_rate), float(wav.abs().sum())])
+            embedding[0, 4] = float(str(wav.dtype) == "torch.float32")
+            return embedding
+
+    models = types.ModuleType("zonos2.models")
+    models.__path__ = []
+    cloning = types.ModuleType("zonos2.models.speaker_cloning")
+    cloning.Qwen3SpeakerEmbedding = StubSpeakerEmbedding
+    sys.modules["zonos2.models"], sys.modules["zonos2.models.speaker_cloning"] = models, cloning
+    models.speaker_cloning = cloning
+
+    from zonos2.distributed import DistributedInfo
+    from zonos2.message import (
+        BaseFrontendMsg,
+        BaseTokenizerMsg,
+        TTSAudioReply,
+        TTSTokenizeMsg,
+    )
+    from zonos2.server.api_server import run_api_server
+    from zonos2.server.args import ServerArgs
+    from zonos2.utils import ZmqPullQueue, ZmqPushQueue
+
+    config = ServerArgs(model_path="stub/Zyphra-ZONOS2", tp_info=DistributedInfo(0, 1), dtype=torch.bfloat16,
+                        server_host="127.0.0.1", server_port=port)
+    # EngineConfig.model_config is a cached_property over the checkpoint's config (a download): set it here
+    config.__dict__["model_config"] = types.SimpleNamespace(
+        speaker_enabled=True, speaker_embedding_dim=2048, n_codebooks=9,
+        rotary_config=types.SimpleNamespace(max_position=4096))
+
+    def backend():
+        # the tokenizer's side of the link: binds the tokenizer address, connects to the frontend's (launch.py)
+        pull = ZmqPullQueue(config.zmq_tokenizer_addr, create=config.tokenizer_create_addr,
+                            decoder=BaseTokenizerMsg.decoder)
+        push = ZmqPushQueue(config.zmq_frontend_addr, create=False, encoder=BaseFrontendMsg.encoder)
+        while True:
+            msg = pull.get()
+            if not isinstance(msg, TTSTokenizeMsg):
+                continue
+            tone = stub_tone(msg.text, sample_rate)
+            embedding = msg.speaker_embedding
+            record(route="tts_generate", text=msg.text, language=msg.language,
+                   text_normalization=msg.text_normalization, seed=msg.sampling_params.seed,
+                   sampling={k: v for k, v in vars(msg.sampling_params).items()},
+                   accurate_mode=msg.accurate_mode, clean_speaker_background=msg.clean_speaker_background,
+                   embedding_shape=None if embedding is None else list(embedding.shape),
+                   reference=None if embedding is None else [float(v) for v in embedding[:5]],
+                   answer_samples=int(tone.shape[0]))
+            third = tone.shape[0] // 3  # three chunks, as the vocoder streams
+            for chunk in (tone[:third], tone[third:2 * third], tone[2 * third:]):
+                push.put(TTSAudioReply(uid=msg.uid, audio_data=chunk.tobytes(), finished=False))
+            push.put(TTSAudioReply(uid=msg.uid, audio_data=b"", finished=True))
+
+    # upstream's own entry: it builds the FrontendManager on the ZMQ addresses, starts the backend, runs uvicorn
+    run_api_server(config, lambda: threading.Thread(target=backend, daemon=True).start(), run_shell=False)
+
+
+LAUNCHERS = {"cosyvoice": serve_cosyvoice, "gpt_sovits": serve_gpt_sovits, "zonos2": serve_zonos2}
 
 
 def launch(server: str, checkout: Path, port: int, record_path: str) -> None:
     import uvicorn
 
     app = LAUNCHERS[server](checkout.resolve(), Recorder(str(Path(record_path).resolve())), port)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    if app is not None:  # None: the upstream served its app itself
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 # --- the driver: clonebench's side ----------------------------------------------------------------------------
@@ -213,7 +314,7 @@ def checkout_commit(checkout: Path) -> str | None:
 
 def web_layer_versions(python: str) -> str:
     code = ("import importlib.metadata as m\nfor n in ('fastapi', 'starlette', 'pydantic', 'uvicorn', "
-            "'python-multipart', 'torchaudio', 'soundfile'):\n"
+            "'python-multipart', 'pyzmq', 'msgpack', 'torchaudio', 'soundfile'):\n"
             "    try: print(n + '==' + m.version(n), end=' ')\n    except m.PackageNotFoundError: pass")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
     return out.stdout.strip() or out.stderr.strip()[-200:]
@@ -273,8 +374,35 @@ def check_gpt_sovits(pairs: list[dict], data: Path, seen: list[dict], manifest: 
     return problems
 
 
-CHECKS = {"cosyvoice": check_cosyvoice, "gpt_sovits": check_gpt_sovits}
-EXPECTED_RATE = {"cosyvoice": 24000, "gpt_sovits": 32000}
+def check_zonos2(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
+    from clonebench.adversary.zonos2_http import server_language
+
+    problems = []
+    by_text = {event["text"]: event for event in seen}
+    seeds = {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
+    for pair in pairs:
+        event = by_text.get(pair["target_text"])
+        if event is None:
+            problems.append(f"the stub never saw text {pair['target_text']!r}")
+            continue
+        want = {"language": server_language(pair["target_language"]), "seed": seeds.get(pair["source_index"]),
+                "text_normalization": True, "accurate_mode": True, "clean_speaker_background": False}
+        for key, value in want.items():
+            if event.get(key) != value:
+                problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
+        if not isinstance(event["seed"], int) or event["seed"] < 0:
+            problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
+        frames, rate = audio_frames(data / pair["prompt_file_name"])
+        ref = event.get("reference")  # [channels, samples, rate, abs sum, float32] as the stub embedder saw them
+        if (event.get("embedding_shape") != [2048] or not ref or ref[0] != 1 or abs(ref[1] - frames) > 2
+                or ref[2] != rate or ref[3] <= 0 or ref[4] != 1):
+            problems.append(f"{pair['pair_id']}: the embedder saw {ref} (embedding {event.get('embedding_shape')}) "
+                            f"for {pair['prompt_file_name']} ({frames} frames at {rate} Hz)")
+    return problems
+
+
+CHECKS = {"cosyvoice": check_cosyvoice, "gpt_sovits": check_gpt_sovits, "zonos2": check_zonos2}
+EXPECTED_RATE = {"cosyvoice": 24000, "gpt_sovits": 32000, "zonos2": 44100}
 EXTRA = {"gpt_sovits": lambda work: ["adversary.reference_duration_check=false",  # demo clips are 2.3-2.8 s
                                      f"adversary.reference_share.local_dir={work / 'share'}"]}
 
