@@ -104,6 +104,15 @@ def test_a_model_not_ready_or_decoupled_is_refused_before_any_request(tmp_path, 
         assert infer_bodies(server) == []
 
 
+def test_another_model_not_ready_does_not_hold_the_run(tmp_path, dataset):
+    """tritonserver's strict readiness: /v2/health/ready is 400 while any model of the repository is not ready;
+    the run's own model being ready is what counts."""
+    with running_standin(protocol="triton", max_lifetime=300) as server:
+        server.triton_unready = {"spark_tts"}
+        status, _run_dir = run(tmp_path, dataset, server, NO_GATE, "adversary.ready_timeout=1")
+        assert status == RunStatus.GENERATED  # the strict server-wide 400 did not make it wait out ready_timeout
+
+
 def test_an_unknown_model_is_refused_naming_it(tmp_path, dataset):
     with running_standin(protocol="triton", max_lifetime=300) as server, \
             pytest.raises(ServerNotReadyError, match="no model 'nope'"):

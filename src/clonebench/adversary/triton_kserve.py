@@ -181,19 +181,24 @@ class TritonKServe(Adversary):
                 raise not_ready(f"Triton server not ready: GET {url}: {exc!r}. Start tritonserver or fix "
                                 "adversary.endpoint_url", may_recover=True) from exc
 
-        health = await get("v2/health/ready")
-        if health.status_code != 200:
-            raise not_ready(f"Triton server not ready: GET {health.url} answered HTTP {health.status_code} "
-                            f"{health.text[:200]!r} (models still loading?)", may_recover=True)
+        # The model's own readiness decides, not the server's: Triton's /v2/health/ready is strict by default
+        # (400 while ANY model of its repository is unloaded or failed), and a model that is loading or unloaded
+        # answers its metadata with 404 "has no available versions", unlike an unknown one ("is not found"):
+        # both checked against tritonserver 2.51 (bench/real_triton.py, docs/servers-triton.md).
         ready = await get(f"{self._model_path()}/ready")
         meta = await get(self._model_path())
-        if meta.status_code != 200:
-            raise not_ready(f"Triton has no model {model!r}: GET {meta.url} answered HTTP {meta.status_code} "
-                            f"{meta.text[:200]!r}; set adversary.model to a model of its repository",
-                            may_recover=False)
         if ready.status_code != 200:
+            if meta.status_code == 404 and "is not found" in meta.text:
+                raise not_ready(f"Triton has no model {model!r}: GET {meta.url} answered HTTP 404 "
+                                f"{meta.text[:200]!r}; set adversary.model to a model of its repository",
+                                may_recover=False)
+            health = await get("v2/health/ready")
             raise not_ready(f"Triton model {model!r} not ready: GET {ready.url} answered HTTP {ready.status_code} "
-                            f"{ready.text[:200]!r}", may_recover=True)
+                            f"{ready.text[:200]!r} (loading, unloaded or failed; server health: HTTP "
+                            f"{health.status_code})", may_recover=True)
+        if meta.status_code != 200:
+            raise not_ready(f"Triton model {model!r} is ready but its metadata GET {meta.url} answered HTTP "
+                            f"{meta.status_code} {meta.text[:200]!r}", may_recover=True)
         try:
             described = meta.json()
             inputs = {i["name"]: i["datatype"] for i in described.get("inputs", [])}

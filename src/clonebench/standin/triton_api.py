@@ -108,6 +108,8 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
     if path in ("/v2/health/live", "/v2/health/ready"):
         if method != "GET":
             raise error(405, "Method Not Allowed")
+        if path.endswith("/ready") and getattr(server, "triton_unready", set()):
+            raise empty(400)  # strict readiness (tritonserver's default): any model not ready fails the server's
         return handler._send(200, b"", "text/plain")
     match = _MODEL_PATH.match(path)
     if match is None:
@@ -122,6 +124,8 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
             raise empty(400)
         return handler._send(200, b"", "text/plain")
     if rest is None:
+        if not ready:  # an unloaded or loading model, as tritonserver 2.51 answers its metadata
+            raise error(404, f"Request for unknown model: '{model}' has no available versions")
         return handler._json(200, metadata(model))
     if rest == "/config":
         return handler._json(200, config(model, decoupled))
