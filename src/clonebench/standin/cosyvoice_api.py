@@ -23,13 +23,13 @@ import email.parser
 import email.policy
 import io
 import json
-import socket
 import urllib.parse
 
 import numpy as np
 import soundfile as sf
 from scipy.signal import resample_poly
 
+from clonebench.standin.chunked import write_chunked
 from clonebench.standin.fish_api import HTTPFailure, media_type
 
 UPSTREAM_COMMIT = "ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40"
@@ -105,16 +105,7 @@ def stream(handler, body: bytes, cut: bool = False) -> None:
     handler.send_response(200)
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    if cut:
-        handler.wfile.write(f"{len(body):X}\r\n".encode() + body[: len(body) // 2])
-        handler.wfile.flush()
-        handler.close_connection = True
-        handler.connection.shutdown(socket.SHUT_WR)
-        return
-    for start in range(0, len(body), 48_000):
-        piece = body[start:start + 48_000]
-        handler.wfile.write(f"{len(piece):X}\r\n".encode() + piece + b"\r\n")
-    handler.wfile.write(b"0\r\n\r\n")
+    write_chunked(handler, body, 48_000, len(body) // 2 if cut else None)
 
 
 def route(handler, method: str, path: str, raw: bytes) -> None:

@@ -26,11 +26,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from clonebench.data.audio import InvalidAudio
-from clonebench.standin import hostile, openai_api, s2cpp_api, voice, wavs
-from clonebench.standin import triton_api
-from clonebench.standin import cosyvoice_api, zonos2_api
-from clonebench.standin import gpt_sovits_api
-from clonebench.standin import sglang_omni_api
+from clonebench.standin import (cosyvoice_api, gpt_sovits_api, hostile, openai_api, s2cpp_api, sglang_omni_api,
+                                 triton_api, voice, wavs, zonos2_api)
+from clonebench.standin.chunked import write_chunked
 from clonebench.standin.faults import FaultPlan
 from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
 
@@ -109,10 +107,7 @@ class Handler(BaseHTTPRequestHandler):
         if chunked:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for start in range(0, len(body), 65536):
-                piece = body[start:start + 65536]
-                self.wfile.write(f"{len(piece):X}\r\n".encode() + piece + b"\r\n")
-            self.wfile.write(b"0\r\n\r\n")
+            write_chunked(self, body, 65536)
         else:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -24,11 +24,11 @@ import base64
 import binascii
 import io
 import json
-import socket
 
 import numpy as np
 import soundfile as sf
 
+from clonebench.standin.chunked import write_chunked
 from clonebench.standin.fish_api import HTTPFailure, media_type
 
 UPSTREAM_COMMIT = "8fee419a5850581411edea6c456481076e2d23ea"
@@ -133,16 +133,7 @@ def send(handler, body: bytes, streamed: bool, cut: bool = False) -> None:
         return
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    if cut:
-        handler.wfile.write(f"{len(body):X}\r\n".encode() + body[: len(body) // 2 + 1])  # cut inside a sample
-        handler.wfile.flush()
-        handler.close_connection = True
-        handler.connection.shutdown(socket.SHUT_WR)
-        return
-    for start in range(0, len(body), 65_536):
-        piece = body[start:start + 65_536]
-        handler.wfile.write(f"{len(piece):X}\r\n".encode() + piece + b"\r\n")
-    handler.wfile.write(b"0\r\n\r\n")
+    write_chunked(handler, body, 65_536, len(body) // 2 + 1 if cut else None)  # a cut lands inside a sample
 
 
 def route(handler, method: str, path: str, raw: bytes) -> None:
