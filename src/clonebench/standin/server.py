@@ -26,11 +26,26 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from clonebench.data.audio import InvalidAudio
-from clonebench.standin import (cosyvoice_api, gpt_sovits_api, hostile, openai_api, s2cpp_api, sglang_omni_api,
-                                 triton_api, voice, wavs, zonos2_api)
+from clonebench.standin import (
+    cosyvoice_api,
+    gpt_sovits_api,
+    hostile,
+    openai_api,
+    s2cpp_api,
+    sglang_omni_api,
+    triton_api,
+    voice,
+    wavs,
+    zonos2_api,
+)
 from clonebench.standin.chunked import write_chunked
 from clonebench.standin.faults import FaultPlan
-from clonebench.standin.fish_api import HTTPFailure, parse_body, reference_id_valid, validate_tts
+from clonebench.standin.fish_api import (
+    HTTPFailure,
+    parse_body,
+    reference_id_valid,
+    validate_tts,
+)
 
 log = logging.getLogger("clonebench.standin")
 ROUTES = {"/v1/health": ("GET", "POST"), "/v1/tts": ("POST",)}
