@@ -20,7 +20,9 @@ launcher part with that Python; clonebench's side runs with this interpreter::
 ``--system-site-packages`` lends the venv this environment's numpy, soundfile, torch and torchaudio (CosyVoice's
 ``load_wav`` uses torchaudio). Zonos 2 (``--server zonos2 --checkout <ZONOS2 checkout>``) also needs ``pyzmq`` (its
 frontend talks to its backend over ZMQ with msgpack messages) and ``ffmpeg`` on the PATH (it transcodes the
-reference). What is not checked: the model itself (its sampling, its own refusals raised inside
+reference). SGLang-Omni (``--server sglang_omni``) needs ``transformers<5`` (its ``sglang_omni.utils`` imports it)
+and torchaudio's ``torchcodec`` backend (its preprocessing loads the reference with ``torchaudio.load``); its GPU
+runtime (``sglang``) is never imported. What is not checked: the model itself (its sampling, its own refusals raised inside
 inference, its real chunking and timing), and any route other than the one the adapter uses.
 """
 
@@ -58,6 +60,12 @@ SERVERS = {
         "module": "python/zonos2/server/api_server.py",
         "adversary": "zonos2_http",
         "path": "/tts/generate",
+    },
+    "sglang_omni": {
+        "commit": "2489a10eecb91bbd1bdbe8b511b0bdf23d341f3f",
+        "module": "sglang_omni/serve/openai_api.py",
+        "adversary": "sglang_omni_speech",
+        "path": "/v1/audio/speech",
     },
 }
 
@@ -272,7 +280,104 @@ def serve_zonos2(checkout: Path, record: Recorder, port: int) -> None:
     run_api_server(config, lambda: threading.Thread(target=backend, daemon=True).start(), run_shell=False)
 
 
-LAUNCHERS = {"cosyvoice": serve_cosyvoice, "gpt_sovits": serve_gpt_sovits, "zonos2": serve_zonos2}
+def serve_sglang_omni(checkout: Path, record: Recorder, port: int):
+    """SGLang-Omni's ``create_app`` (FastAPI app, ``CreateSpeechRequest``, ``_build_speech_generate_request``) over
+    its own ``Client`` (``speech``: chunk joining and ``encode_audio``) and the S2-Pro pipeline's own preprocessing
+    stage (``create_preprocessing_executor``: the ``references`` it reads and ``_encode_reference_audio``, which
+    loads the path with torchaudio and resamples to the codec's rate). Stubbed: the coordinator (it runs the
+    preprocessing executor, then a stub engine + vocoder), the DAC codec's ``encode``, the text tokenizer and the
+    prompt builder, and ``engine_io`` (its import pulls in ``sglang``, the GPU runtime)."""
+    import asyncio
+    import hashlib
+
+    import numpy as np
+    import torch
+
+    sample_rate = 44100  # the S2-Pro DAC codec's rate
+    sys.path.insert(0, str(checkout))
+    engine_io = types.ModuleType("sglang_omni.models.fishaudio_s2_pro.pipeline.engine_io")
+    engine_io.apply_tts_result = engine_io.build_sglang_tts_request = None  # the engine stage's: never called here
+    sys.modules[engine_io.__name__] = engine_io
+    from sglang_omni.client import Client
+    from sglang_omni.models.fishaudio_s2_pro import tokenizer as s2_tokenizer
+    from sglang_omni.models.fishaudio_s2_pro.pipeline import stages
+    from sglang_omni.models.fishaudio_s2_pro.pipeline.state_io import load_state
+    from sglang_omni.proto import StagePayload
+    from sglang_omni.serve.openai_api import create_app
+
+    class StubCodec:  # the DAC codec: encode() reports what it was given in the codes it returns
+        def __init__(self):
+            self.sample_rate = sample_rate
+
+        def encode(self, audios, audio_lengths):
+            codes = torch.zeros(10, 8, dtype=torch.long)
+            codes[0, :5] = torch.tensor([audios.shape[0], audios.shape[1], int(audio_lengths[0]),
+                                         round(float(audios.abs().sum()) * 1000), int(audios.dtype == torch.float32)])
+            return codes[None], None
+
+    class StubTokenizer:
+        @classmethod
+        def from_pretrained(cls, path):
+            return cls()
+
+    class StubAdapter:  # S2ProTokenizerAdapter: the "prompt" carries the text and reference transcripts as bytes
+        def __init__(self, tokenizer):
+            self.tokenizer = tokenizer
+
+        def build_prompt(self, text, references=None, *, num_codebooks=10, **kwargs):
+            refs = references or []
+            carried = json.dumps({"text": text, "reference_texts": [r.text for r in refs]}).encode("utf-8")
+            return {"input_ids": list(carried), "vq_mask_tokens": [False] * len(carried),
+                    "vq_parts": [r.vq_codes for r in refs]}
+
+    checkpoint = Path(record.path).parent / "s2pro_checkpoint"  # a folder: _resolve_checkpoint downloads nothing
+    checkpoint.mkdir(exist_ok=True)
+    stages._load_codec = lambda checkpoint_dir, device: StubCodec()
+    stages_transformers = sys.modules["transformers"]
+    real_tokenizer = stages_transformers.PreTrainedTokenizerFast
+    stages_transformers.PreTrainedTokenizerFast = StubTokenizer
+    s2_tokenizer.S2ProTokenizerAdapter = StubAdapter
+    try:
+        preprocessing = stages.create_preprocessing_executor(str(checkpoint))  # upstream's _preprocess closure
+    finally:
+        stages_transformers.PreTrainedTokenizerFast = real_tokenizer
+
+    class StubCoordinator:  # pipeline.coordinator.Coordinator: preprocessing (upstream's), engine + vocoder stubbed
+        def __init__(self):
+            self.lock = asyncio.Lock()
+
+        def health(self):
+            return {"running": True, "stages": ["preprocessing", "tts_engine", "vocoder"],
+                    "entry_stage": "preprocessing"}
+
+        async def submit(self, request_id, request):
+            refs = request.inputs.get("references", []) if isinstance(request.inputs, dict) else []
+            staged = [{"audio_path": r.get("audio_path"),
+                       "sha256": hashlib.sha256(Path(r["audio_path"]).read_bytes()).hexdigest()
+                       if r.get("audio_path") and os.path.exists(r["audio_path"]) else None} for r in refs]
+            async with self.lock:  # one request at a time through the executor's result queue
+                await preprocessing.add_request(StagePayload(request_id=request_id, request=request, data=None))
+                payload = await preprocessing.get_result()
+            state = load_state(payload)
+            prompt = json.loads(bytes(state.input_ids).decode("utf-8"))
+            tone = stub_tone(prompt["text"], sample_rate)
+            tts_params = request.metadata.get("tts_params", {})
+            record(route="speech", text=prompt["text"], reference_texts=prompt["reference_texts"], staged=staged,
+                   reference_codes=[[int(v) for v in torch.as_tensor(p)[0, :5]] for p in state.vq_parts or []],
+                   seed=tts_params.get("seed"), sampling_seed=request.params.get("seed"),
+                   response_format=tts_params.get("response_format"),
+                   sampling={k: getattr(state, k) for k in ("temperature", "top_p", "top_k", "repetition_penalty",
+                                                             "max_new_tokens")},
+                   answer_samples=int(tone.shape[0]))
+            data = state.to_dict()  # what the vocoder stage completes with (create_vocoder_executor's _vocode)
+            data.update(audio_data=tone.astype(np.float32).tolist(), sample_rate=sample_rate, modality="audio")
+            return data
+
+    return create_app(Client(StubCoordinator()), model_name="fishaudio/s2-pro")
+
+
+LAUNCHERS = {"cosyvoice": serve_cosyvoice, "gpt_sovits": serve_gpt_sovits, "zonos2": serve_zonos2,
+             "sglang_omni": serve_sglang_omni}
 
 
 def launch(server: str, checkout: Path, port: int, record_path: str) -> None:
@@ -314,7 +419,7 @@ def checkout_commit(checkout: Path) -> str | None:
 
 def web_layer_versions(python: str) -> str:
     code = ("import importlib.metadata as m\nfor n in ('fastapi', 'starlette', 'pydantic', 'uvicorn', "
-            "'python-multipart', 'pyzmq', 'msgpack', 'torchaudio', 'soundfile'):\n"
+            "'python-multipart', 'pyzmq', 'msgpack', 'transformers', 'torchaudio', 'torchcodec', 'soundfile'):\n"
             "    try: print(n + '==' + m.version(n), end=' ')\n    except m.PackageNotFoundError: pass")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
     return out.stdout.strip() or out.stderr.strip()[-200:]
@@ -401,10 +506,51 @@ def check_zonos2(pairs: list[dict], data: Path, seen: list[dict], manifest: dict
     return problems
 
 
-CHECKS = {"cosyvoice": check_cosyvoice, "gpt_sovits": check_gpt_sovits, "zonos2": check_zonos2}
-EXPECTED_RATE = {"cosyvoice": 24000, "gpt_sovits": 32000, "zonos2": 44100}
+def check_sglang_omni(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
+    import hashlib
+
+    problems = []
+    by_text = {event["text"]: event for event in seen}
+    seeds = {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
+    share = (work / "share").resolve()
+    for pair in pairs:
+        event = by_text.get(pair["target_text"])
+        if event is None:
+            problems.append(f"the stub never saw text {pair['target_text']!r}")
+            continue
+        want = {"reference_texts": [pair["prompt_text"]], "seed": seeds.get(pair["source_index"]),
+                "sampling_seed": None, "response_format": "wav"}
+        for key, value in want.items():
+            if event.get(key) != value:
+                problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
+        if not isinstance(event["seed"], int) or event["seed"] < 0:
+            problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
+        clip = hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()
+        staged = event.get("staged") or [{}]
+        if len(staged) != 1 or staged[0].get("sha256") != clip:
+            problems.append(f"{pair['pair_id']}: staged reference {staged} is not {pair['prompt_file_name']}")
+        elif Path(staged[0]["audio_path"]).resolve().parent != share:
+            problems.append(f"{pair['pair_id']}: reference path {staged[0]['audio_path']} is not in the share {share}")
+        frames, rate = audio_frames(data / pair["prompt_file_name"])
+        expected = round(frames * 44100 / rate)
+        codes = (event.get("reference_codes") or [[]])[0]  # [channels, samples, length, abs sum * 1000, float32]
+        if (len(event.get("reference_codes") or []) != 1 or len(codes) != 5 or codes[0] != 1
+                or abs(codes[1] - expected) > 2 or codes[2] != codes[1] or codes[3] <= 0 or codes[4] != 1):
+            problems.append(f"{pair['pair_id']}: the codec encoded {event.get('reference_codes')} for "
+                            f"{pair['prompt_file_name']} ({frames} frames at {rate} Hz; expected [1, {expected}] "
+                            f"at 44.1 kHz)")
+    left = sorted(p.name for p in share.iterdir())
+    if left:
+        problems.append(f"staged references left in the share after the run: {left}")
+    return problems
+
+
+CHECKS = {"cosyvoice": check_cosyvoice, "gpt_sovits": check_gpt_sovits, "zonos2": check_zonos2,
+          "sglang_omni": check_sglang_omni}
+EXPECTED_RATE = {"cosyvoice": 24000, "gpt_sovits": 32000, "zonos2": 44100, "sglang_omni": 44100}
 EXTRA = {"gpt_sovits": lambda work: ["adversary.reference_duration_check=false",  # demo clips are 2.3-2.8 s
-                                     f"adversary.reference_share.local_dir={work / 'share'}"]}
+                                     f"adversary.reference_share.local_dir={work / 'share'}"],
+         "sglang_omni": lambda work: [f"adversary.reference_share.local_dir={work / 'share'}"]}
 
 
 def drive(args) -> int:
