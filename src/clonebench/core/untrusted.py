@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.redact import escape_terminal
 
 MAX_INT_DIGITS = 30  # a JSON integer longer than this is refused (no file clonebench reads needs more)
 MAX_JSON_DEPTH = 64
@@ -48,8 +49,9 @@ class UntrustedFileError(ClonebenchError):
 
 
 def printable(text: str, limit: int = 300) -> str:
-    """A path or name safe to print: control characters escaped, length bounded (names are untrusted too)."""
-    out = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    """A path or name safe to print: escaped as every terminal line is (``escape_terminal``), length bounded
+    (names are untrusted too)."""
+    out = escape_terminal(text)
     return out if len(out) <= limit else out[: limit - 3] + "..."
 
 

@@ -20,13 +20,13 @@ a full disk under the run directory itself.
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from collections import Counter
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json, is_disk_full
 from clonebench.core.redact import redact_value
+from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem, ScoreRecord
 from clonebench.evaluate.validity import record_problem
@@ -49,37 +49,21 @@ class Damage(Exception):
 def _read_bytes(path: Path) -> bytes | None:
     """The file's bytes; None when there is no entry at all; Damage for anything but a small regular file.
 
-    O_NOFOLLOW: a symlink is never followed (it could point anywhere, e.g. at /dev/zero); O_NONBLOCK: opening a
-    FIFO placed where a record should be does not hang."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    Read through the one opener of untrusted files (core/untrusted.py) with ``follow=False``: a symlink is never
+    followed (it could point anywhere, e.g. at /dev/zero), and a FIFO placed where a record should be does not
+    hang. Its refusals become this log's categories."""
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # ELOOP (a symlink), EACCES, EISDIR, EIO, ENOTDIR ...
-        if os.path.islink(path):
+        return read_bytes(path, max_bytes=MAX_RECORD_BYTES, follow=False, what="metric cache record")
+    except UntrustedFileError as exc:
+        if exc.reason == "missing":
+            return None
+        if exc.reason == "a symbolic link":
             raise Damage("a symlink, not a record") from None
-        raise Damage(f"unreadable ({os.strerror(exc.errno) if exc.errno else type(exc).__name__})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Damage("not a regular file")
-        if info.st_size > MAX_RECORD_BYTES:
-            raise Damage(f"larger than {MAX_RECORD_BYTES} bytes")
-        chunks, size = [], 0
-        while size <= MAX_RECORD_BYTES:
-            chunk = os.read(fd, MAX_RECORD_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_RECORD_BYTES:  # grew while being read
-            raise Damage(f"larger than {MAX_RECORD_BYTES} bytes")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise Damage(f"unreadable ({os.strerror(exc.errno) if exc.errno else type(exc).__name__})") from None
-    finally:
-        os.close(fd)
+        if exc.reason.startswith("not a regular file"):
+            raise Damage("not a regular file") from None
+        if exc.reason.startswith("too large"):
+            raise Damage(f"larger than {MAX_RECORD_BYTES} bytes") from None
+        raise Damage(exc.reason) from None
 
 
 def _parse(raw: bytes) -> dict:
