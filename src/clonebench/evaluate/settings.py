@@ -13,6 +13,8 @@ from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
 from clonebench.evaluate.scorers.whisper_common import DECODINGS
 from clonebench.evaluate.wer_text import NORMALISATIONS
 
+MAX_CLIP_SECONDS = 600.0  # evaluation.max_clip_seconds's default (configs/evaluation/default.yaml says why)
+
 
 @dataclass(frozen=True)
 class EvaluationSettings:
@@ -29,7 +31,7 @@ class EvaluationSettings:
     generated_audio_dir: Path | None  # vc.evaluation.generated_audio_dir (evaluate_only)
     scorer_options: dict[str, dict[str, Any]]
     task: str | None = None          # vc.evaluation.task: output ids <task>__<pair_id> of an external folder
-    max_clip_seconds: float = 600.0  # evaluation.max_clip_seconds: longest clip scored (from its WAV header)
+    max_clip_seconds: float = MAX_CLIP_SECONDS  # evaluation.max_clip_seconds: longest clip scored (its header)
 
 
 class ScoringSettings(Protocol):

@@ -36,14 +36,15 @@ from clonebench.core.records import Sample
 from clonebench.core.untrusted import UntrustedFileError, open_regular
 from clonebench.data.audio import (HEADER_BYTES, EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav,
                                    wav_header_duration)
+from clonebench.evaluate.settings import MAX_CLIP_SECONDS
 from clonebench.external.leak import Targets
 from clonebench.external.pair_sets import ID_SEPARATOR, PairSet
 
 KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "too_long", "empty", "non_finite", "leak")
 MAX_BYTES = 2 * 1024 ** 3  # larger than any speech clip a scorer reads: refused unread
-# evaluation.max_clip_seconds when a caller gives none (configs/evaluation/default.yaml sets the same value; see
-# there why: it covers rvcbench's longtext/longaudio tasks many times over and refuses hours of audio)
-DEFAULT_MAX_CLIP_SECONDS = 600.0
+# evaluation.max_clip_seconds when a caller gives none: the settings' default (configs/evaluation/default.yaml says
+# why: twice rvcbench's longest task, and it refuses hours of audio)
+DEFAULT_MAX_CLIP_SECONDS = MAX_CLIP_SECONDS
 
 
 @dataclass(frozen=True)
