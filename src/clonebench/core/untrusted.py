@@ -123,26 +123,34 @@ def open_regular(path: os.PathLike | str, *, within: os.PathLike | str | None = 
     return fd, info
 
 
+def read_fd(fd: int, max_bytes: int, head: bytes = b"") -> bytes:
+    """``head`` (bytes already read from ``fd``) and the rest of the open file, at most ``max_bytes + 1`` bytes in
+    all: a result longer than ``max_bytes`` means the file grew past its bound (the caller refuses it). OSError
+    propagates."""
+    chunks, size = [head], len(head)
+    while size <= max_bytes:
+        chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def read_bytes(path: os.PathLike | str, *, max_bytes: int, within: os.PathLike | str | None = None,
                follow: bool = True, what: str = "file") -> bytes:
     """The whole file, through :func:`open_regular`; a file that grows past ``max_bytes`` while read is refused."""
     fd, _info = open_regular(path, within=within, follow=follow, max_bytes=max_bytes, what=what)
     try:
-        chunks, size = [], 0
-        while size <= max_bytes:
-            try:
-                chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
-            except OSError as exc:
-                reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
-                raise UntrustedFileError(path, f"unreadable ({reason})", "check the file", what) from None
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > max_bytes:
+        try:
+            data = read_fd(fd, max_bytes)
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
+            raise UntrustedFileError(path, f"unreadable ({reason})", "check the file", what) from None
+        if len(data) > max_bytes:
             raise UntrustedFileError(path, f"too large (grew past the limit of {max_bytes} bytes while read)",
                                      "give a smaller file that is not being written", what)
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Sample
-from clonebench.core.untrusted import UntrustedFileError, open_regular
+from clonebench.core.untrusted import UntrustedFileError, open_regular, read_fd
 from clonebench.data.audio import (HEADER_BYTES, EmptyAudio, InvalidAudio, NonFiniteAudio, WavInfo, inspect_wav,
                                    wav_header_duration)
 from clonebench.evaluate.settings import MAX_CLIP_SECONDS
@@ -140,18 +140,6 @@ def _look_alike(relpath: str, pair_set: PairSet, names: dict, ids: set[str]) -> 
     return None
 
 
-def _read_rest(fd: int, head: bytes, size: int) -> bytes:
-    """``head`` and the rest of the open file, at most ``MAX_BYTES`` in all (a file that grows is cut there)."""
-    chunks, total = [head], len(head)
-    while total <= MAX_BYTES:
-        chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
-
-
 def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, references: dict[str, Sample],
                 folder: Path | None = None, max_seconds: float | None = DEFAULT_MAX_CLIP_SECONDS) -> SubmittedFile:
     where = folder if folder is not None else path.parent
@@ -171,7 +159,7 @@ def _check_file(oid: str, sample: Sample, path: Path, targets: Targets, referenc
                     f"{path}: its WAV header declares {seconds:.1f} s of audio, over evaluation.max_clip_seconds="
                     f"{max_seconds:g}: not decoded (give a clip of at most {max_seconds:g} s, or raise "
                     "evaluation.max_clip_seconds)"))
-            data = _read_rest(fd, head, stat_result.st_size)
+            data = read_fd(fd, MAX_BYTES, head)
         except OSError as exc:
             return SubmittedFile(oid, sample, path, kind="unreadable", problem=f"{path}: {exc.strerror}")
     finally:
