@@ -6,8 +6,11 @@
 3. runs ``python run_vc.py --config-name demo`` against it, then stops the server;
 4. writes the HTML report of the scored run (``clonebench report RUN --format html --with-paper``) into
    ``RUN/report/`` and prints the path of its ``index.html``.
-``--results DIR`` (first) puts data and runs under DIR instead of results/; further arguments are
-passed to run_vc.py as Hydra overrides.
+``--results DIR`` (first) puts data and runs under DIR instead of results/. ``--failing`` makes the stand-in
+behave like a failing cloning model (``--behaviours`` of ``python -m clonebench.standin``: a quarter of the pairs
+loop their sentence, a quarter stop short, a quarter return the prompt itself; chosen by a hash of each pair) and
+names the run ``demo_failing``: its table and report show the failure rates (docs/failure-modes.md). Further
+arguments are passed to run_vc.py as Hydra overrides.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from clonebench.demo.dataset import build_demo_dataset  # noqa: E402
+from clonebench.demo.dataset import FAILING_BEHAVIOURS, build_demo_dataset  # noqa: E402
 from clonebench.standin.process import start_process  # noqa: E402
 
 
@@ -30,6 +33,10 @@ def main(argv: list[str]) -> int:
     results = REPO / "results"
     if argv[:1] == ["--results"]:
         results, argv = Path(argv[1]).resolve(), argv[2:]
+    failing = "--failing" in argv
+    argv = [a for a in argv if a != "--failing"]
+    if failing and not any(a.startswith("run_name=") for a in argv):
+        argv = [*argv, "run_name=demo_failing"]
     manifest = build_demo_dataset(results / "demo" / "data")
     print(f"demo dataset: {manifest}")
     run_name = next((a.split("=", 1)[1] for a in argv if a.startswith("run_name=")), "demo")
@@ -38,7 +45,8 @@ def main(argv: list[str]) -> int:
         run_dir = results / run_name / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
         argv = [*argv, f"hydra.run.dir={run_dir}"]
     with tempfile.TemporaryDirectory() as tmp:
-        server, url = start_process(Path(tmp) / "url", max_lifetime=1800)
+        flags = ("--behaviours", FAILING_BEHAVIOURS) if failing else ()
+        server, url = start_process(Path(tmp) / "url", *flags, max_lifetime=1800)
         try:
             command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
                        f"adversary.endpoint_url={url}/v1/tts", *argv]

@@ -41,7 +41,7 @@ public = lambda name: md.version(name).split("+", 1)[0]   # 2.11.0+cu128 is 2.11
 if "eval" in extras:
     assert public("torch") == "2.11.0" and public("torchaudio") == "2.11.0"
     for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd", "torch-stoi",
-                 "threadpoolctl"):
+                 "threadpoolctl", "silero-vad"):
         md.version(name)
     assert md.version("opencc") == "1.4.2" and md.version("jieba") == "0.42.1"   # the Chinese text rule's pins
 if "offline-assets" in extras:

@@ -254,3 +254,13 @@ def suite_run(tmp_path: Path, config: str, url: str, *extra: str, run_dir: Path 
 
 OFFLINE_SCORERS = ("evaluation.whisper.backend=faster_whisper", "evaluation.whisper.model=tiny.en",
                    "evaluation.whisper.allow_hub=false", "evaluation.ecapa.allow_hub=false")
+
+
+@pytest.fixture(scope="session")
+def crafted_cases(tmp_path_factory) -> dict:
+    """The crafted failure clips (tests/crafted_failures.py), built once: {case name: CraftedCase}; read-only."""
+    if shutil.which("espeak-ng") is None:
+        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh` (apt-get install espeak-ng)")
+    from tests.crafted_failures import build_crafted
+
+    return build_crafted(tmp_path_factory.mktemp("crafted_failures"))

@@ -12,7 +12,9 @@ One file, or many with each model loaded once::
 The signature mirrors rvcbench 2.2.1's ``metrics.Evaluator(...).score(generated, reference=, text=, language=,
 target=)``: ``reference`` is the recording the speaker metrics (``sim``, ``sva``, ``emotion_match``) compare with,
 ``target`` a recording of the same text for ``mcd`` and ``stoi`` (defaults to ``reference``); ``text`` and
-``language`` are what ``wer`` needs. A ``clonebench score`` or run gives a pair's target recording as both, so
+``language`` are what ``wer`` needs. ``fail`` (failure modes, a clonebench metric) also reads ``prompt=`` (the clip
+the system was given; a copy of it is ``prompt_copy``), ``prompt_text=`` and ``prompt_language=`` (the speaking
+rate the text's duration is expected at); with ``details=True`` its flags come back under ``failures``. A ``clonebench score`` or run gives a pair's target recording as both, so
 ``score(generated, reference=target_recording, text=target_text, language=target_language)`` returns the numbers
 of that run (tested). The scorer settings come from the same configs and overrides as a run
 (``config_name="demo"`` gives the offline wheel models; ``overrides=["evaluation.whisper.model=tiny.en"]``).
@@ -35,7 +37,7 @@ METRICS = tuple(METRIC_GROUPS)
 ALIASES = {"speechmos": "mos", "emotion": "emotion_match"}
 # scorer group -> what it compares the generated audio with (as rvcbench's metrics.METRICS)
 COMPARED = {"ecapa": "reference", "emotion": "reference", "mcd": "target", "stoi": "target", "whisper": "text",
-            "dnsmos": None, "utmos": None}
+            "dnsmos": None, "utmos": None, "failures": "text"}
 
 
 def available() -> list[str]:
@@ -94,11 +96,18 @@ class Evaluator:
             raise ValueError("wer needs text= and language= (e.g. language='en')")
         path = Path(compared) if need in ("reference", "target") else None
         generated_sha, compared_sha = sha256_file(generated), sha256_file(path) if path else ""
-        sample_id = digest({"generated": generated_sha, "compared": compared_sha, "text": text,
-                            "language": language})[:32]
-        return ScoreItem(sample_id=sample_id, pair_id=generated.stem, speaker_id="", generated_path=generated,
-                         generated_sha256=generated_sha, target_path=path, target_sha256=compared_sha,
-                         target_text=text, language=language)
+        prompt = Path(request["prompt"]) if request.get("prompt") and group == "failures" else None
+        if prompt is not None and not prompt.is_file():
+            raise FileNotFoundError(prompt)
+        prompt_sha = sha256_file(prompt) if prompt else ""
+        identity = {"generated": generated_sha, "compared": compared_sha, "text": text, "language": language}
+        if prompt is not None or request.get("prompt_text"):
+            identity["prompt"] = [prompt_sha, request.get("prompt_text") or "", request.get("prompt_language") or ""]
+        return ScoreItem(sample_id=digest(identity)[:32], pair_id=generated.stem, speaker_id="",
+                         generated_path=generated, generated_sha256=generated_sha, target_path=path,
+                         target_sha256=compared_sha, target_text=text, language=language, prompt_path=prompt,
+                         prompt_sha256=prompt_sha, prompt_text=request.get("prompt_text") or "",
+                         prompt_language=request.get("prompt_language") or "")
 
     def score_many(self, requests: list[dict], *, details: bool = False) -> list[dict]:
         """``{metric: value}`` per request (``generated``, ``reference``, ``target``, ``text``, ``language``); a
@@ -110,25 +119,37 @@ class Evaluator:
         if not self._scorers:
             raise RuntimeError("this Evaluator is closed")
         out = [{"errors": []} for _ in requests]
+        every = [{"target_text": r.get("text") or "", "language": r.get("language") or ""} for r in requests]
         for group, scorer in self._scorers.items():
             items = [self._item(group, r) for r in requests]
             torch.manual_seed(0)
             records, _ = score_items(scorer, self.provenance[group]["fingerprint"], items, self._cache,
                                      self.settings.evaluation.batch_size)
-            for result, item in zip(out, items):
+            for result, values, item in zip(out, every, items):
                 record = records[item.sample_id]
+                values.update(record.values if record.ok else {})
                 if record.ok:
                     result.update(record.values if details else
                                   {m: record.values.get(m) for m in self.metrics if METRIC_GROUPS[m] == group})
                 else:
                     result.update({m: None for m in self.metrics if METRIC_GROUPS[m] == group})
                     result["errors"].append(f"{group}: {record.error}")
+        if "fail" in self.metrics:
+            from clonebench.failures.flags import finalise
+
+            for result, values in zip(out, every):
+                finalise(values)  # the audio flags with the Whisper values of the same clip
+                result["fail"] = values.get("fail")
+                if details and "failures" in values:
+                    result.update({k: values[k] for k in ("fail", "failures", "failure_detail")})
         return out
 
-    def score(self, generated, *, reference=None, target=None, text=None, language=None, details: bool = False) -> dict:
+    def score(self, generated, *, reference=None, target=None, text=None, language=None, prompt=None,
+              prompt_text=None, prompt_language=None, details: bool = False) -> dict:
         """``{metric: value}`` for one file; a ValueError when a scorer cannot score it (too short, invalid)."""
         result = self.score_many([{"generated": generated, "reference": reference, "target": target, "text": text,
-                                   "language": language}], details=details)[0]
+                                   "language": language, "prompt": prompt, "prompt_text": prompt_text,
+                                   "prompt_language": prompt_language}], details=details)[0]
         errors = result.pop("errors")
         if errors:
             raise ValueError(f"{generated}: " + "; ".join(errors))

@@ -38,7 +38,7 @@ def test_make_demo_generates_every_pair(tmp_path):
     assert (runs[0] / "run_vc.log").is_file() and (runs[0] / ".hydra" / "config.yaml").is_file()
     assert f"run generated: {runs[0]}" in result.stdout
     metrics = json.loads((runs[0] / "metrics.json").read_text())
-    assert metrics["status"] == "complete" and set(metrics["metrics"]) == {"sim", "sva", "wer", "mcd", "dnsmos"}
+    assert metrics["status"] == "complete" and set(metrics["metrics"]) == {"sim", "sva", "wer", "mcd", "dnsmos", "fail"}
     assert f"evaluation complete on cpu: {runs[0]}" in result.stdout
     assert re.search(r"^sim +0\.\d{4} +\[0\.\d{4}, 0\.\d{4}\] +8/8", result.stdout, re.M)
     page_path = runs[0] / "report" / "index.html"

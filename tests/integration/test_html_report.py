@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -100,5 +99,52 @@ def test_two_runs_side_by_side_with_relative_audio(runs, tmp_path):
         assert paired == ["sim", "sva", "wer"]  # the ECAPA scorer yields SIM and SVA
         assert page.title().startswith("clonebench report: " + HOSTILE_LABEL)
         assert page.evaluate("document.querySelectorAll('b').length") == 0  # the label stayed text
+    finally:
+        close()
+
+
+@pytest.mark.slow
+def test_failures_column_badges_and_filter(runs, tmp_path):
+    """Run A's rows given failure verdicts (as the failures scorer writes them): the page opens worst first, a badge
+    shows the flag's rule on hover, and the filter keeps only the failed (or one flag's) rows."""
+    import csv
+
+    from clonebench.failures.rates import failure_rates
+    from clonebench.failures.thresholds import describe
+
+    run_dir = tmp_path / "run_a"
+    shutil.copytree(runs["a"], run_dir)
+    sample_csv = run_dir / "generation_sample_metrics.csv"
+    with open(sample_csv, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        fields, rows = list(reader.fieldnames) + ["fail", "failures", "failure_detail"], list(reader)
+    verdicts = ["", "truncated", "", "silent;looping"]
+    for row, flags in zip(rows, verdicts):
+        row.update(fail=1.0 if flags else 0.0, failures=flags, failure_detail="")
+    with open(sample_csv, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["failure_modes"] = failure_rates(rows)
+    metrics["metrics"]["fail"] = {"mean": 0.5, "ci": [0.0, 1.0], "n_valid": 4, "n_requested": 4}
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    out = tmp_path / "report"
+    assert cli(["report", str(run_dir), "--format", "html", "--output", str(out)]) == 0
+    page, seen, close = open_report(out / "index.html")
+    try:
+        assert seen["errors"] == []
+        ids = ("Array.from(document.querySelectorAll('#samples-table tbody tr')).filter(r => !r.hidden)"
+               ".map(r => r.cells[0].dataset.v)")
+        pair_ids = [r["pair_id"] for r in rows]
+        assert page.evaluate(ids) == [pair_ids[3], pair_ids[1], pair_ids[0], pair_ids[2]]  # worst first
+        assert column(page, "failures") == [2.0, 1.0, 0.0, 0.0]
+        assert page.locator("#samples-table .badge[data-flag='silent']").get_attribute("title") == describe("silent")
+        assert "2 of 4 utterances, 50.0 %" in page.locator(".failure-summary").text_content()
+        assert "fail%↓" in page.locator("table.paper thead").text_content()
+        page.select_option("#failure-filter", "*")
+        assert page.evaluate(ids) == [pair_ids[3], pair_ids[1]]
+        page.select_option("#failure-filter", "truncated")
+        assert page.evaluate(ids) == [pair_ids[1]]
     finally:
         close()

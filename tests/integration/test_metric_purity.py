@@ -19,12 +19,12 @@ from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.scoring import run_group
 from tests.conftest import score_item
 
-GROUPS = ("ecapa", "whisper", "dnsmos", "stoi", "mcd")
+GROUPS = ("ecapa", "whisper", "dnsmos", "stoi", "mcd", "failures")
 OPTIONS = {
     "ecapa": {"threshold": 0.25, "local_dir": None, "allow_hub": False},
     "whisper": {"backend": "faster_whisper", "model": "tiny.en", "local_path": None, "sha256": None,
                 "normalisation": "ascii_punctuation_removed_v2", "compute_type": "auto", "allow_hub": False},
-    "dnsmos": {"local_dir": None}, "stoi": {}, "mcd": {},
+    "dnsmos": {"local_dir": None}, "stoi": {}, "mcd": {}, "failures": {},
 }
 
 

@@ -59,7 +59,7 @@ def whisper():
 def test_each_language_path_equals_rvcbench_on_real_transcripts(clips, whisper):
     raw = {}  # what Whisper returned, recorded on its way through score_batch (one transcription)
     transcribe = whisper.transcribe_batch
-    whisper.transcribe_batch = lambda items: [raw.setdefault(i.sample_id, t) for i, t in zip(items, transcribe(items))]
+    whisper.transcribe_batch = lambda items: [(raw.setdefault(i.sample_id, t.text), t)[1] for i, t in zip(items, transcribe(items))]
     records = {r.sample_id: r.values for r in whisper.score_batch(list(clips.values()))}
     for name, item in clips.items():
         expected = upstream_score(item.target_text, raw[name], item.language, "ascii_punctuation_removed_v2")

@@ -28,7 +28,8 @@ from pathlib import Path
 from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.paths import REPRODUCTION_DIR
-from clonebench.report.compare import PAIRED_METRICS, compare
+from clonebench.report.compare import OPTIONAL_PAIRED, PAIRED_METRICS, compare
+from clonebench.report.format import metric_label, metric_number
 from clonebench.report.tables import load_plain
 
 DEFAULT_HISTORICAL = REPRODUCTION_DIR / "historical" / "fish_s2_http_libritts16.json"
@@ -41,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--current", type=Path, help="instead of RUN: a per-sample table (JSON/CSV) or run directory")
     parser.add_argument("--historical", type=Path, help=f"historical result set (default: {DEFAULT_HISTORICAL})")
     parser.add_argument("--metrics", help=f"comma-separated (default: every metric all systems have; with one run: "
-                                          f"{','.join(PAIRED_METRICS)})")
+                                          f"{','.join(PAIRED_METRICS)}, then {','.join(OPTIONAL_PAIRED)} when both "
+                                          "sides have it)")
     parser.add_argument("--output", type=Path, help="systems: a folder for comparison.{md,tex,csv,json,html}; "
                                                     "historical: the comparison as a JSON file")
     group = parser.add_argument_group("systems")
@@ -89,7 +91,7 @@ def _historical(args: argparse.Namespace) -> int:
     source = args.current or (args.runs[0] if args.runs else None)
     if source is None:
         raise ClonebenchError("give two or more systems, a run directory, or --current TABLE")
-    metrics = tuple(m.strip() for m in (args.metrics or ",".join(PAIRED_METRICS)).split(",") if m.strip())
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None
     result = compare(load_plain(source), load_plain(args.historical or DEFAULT_HISTORICAL), metrics,
                      args.allow_mixed_precision)
     if args.output:
@@ -97,10 +99,11 @@ def _historical(args: argparse.Namespace) -> int:
     print(f"{result['current']} vs {result['historical']} ({result['checks']['inputs']['pair_ids']} pairs; inputs "
           f"verified: {json.dumps(result['checks']['inputs'])})")
     print(f"{'metric':<6} {'current':>9} {'historical':>10} {'delta':>9} {'|delta|':>9} {'95% CI (speaker bootstrap)':>28}")
-    for metric, m in result["metrics"].items():
-        ci = f"[{m['delta_ci95'][0]:+.4f}, {m['delta_ci95'][1]:+.4f}]"
-        print(f"{metric:<6} {m['current_mean']:>9.4f} {m['historical_mean']:>10.4f} {m['paired_mean_delta']:>+9.4f} "
-              f"{m['mean_abs_delta']:>9.4f} {ci:>28}")
+    for metric, m in result["metrics"].items():  # a rate (fail) in percent, its deltas in percentage points
+        means = [metric_number(metric, m[k], 4) for k in ("current_mean", "historical_mean", "mean_abs_delta")]
+        deltas = [metric_number(metric, v, 4, sign=True) for v in (m["paired_mean_delta"], *m["delta_ci95"])]
+        ci = f"[{deltas[1]}, {deltas[2]}]"
+        print(f"{metric_label(metric):<6} {means[0]:>9} {means[1]:>10} {deltas[0]:>9} {means[2]:>9} {ci:>28}")
     for metric, check in result["checks"]["protocols"].items():
         if "precision" in check:
             print(f"note: {metric}: {check}")

@@ -18,6 +18,9 @@ from clonebench.core.hashing import sha256_bytes
 from clonebench.standin.voice import espeak
 
 RATE = 24_000
+# the stand-in's failure behaviours in ``scripts/demo.py --failing`` (clonebench.standin.behaviours): a quarter of
+# the pairs each loop, stop short, or get the prompt back, picked by a hash of the pair
+FAILING_BEHAVIOURS = "loop=0.25,truncate=0.25,prompt_copy=0.25"
 SPEAKERS = {  # speaker id -> (eSpeak voice, pitch 0-99, words per minute)
     "1001": ("en-us+m3", 30, 150),
     "1002": ("en-us+f3", 75, 175),

@@ -25,6 +25,11 @@ class ScoreItem:
     target_sha256: str
     target_text: str
     language: str
+    # the pair's prompt (the reference clip the system was given): read only by scorers with ``needs_prompt``
+    prompt_path: Path | None = None
+    prompt_sha256: str = ""
+    prompt_text: str = ""
+    prompt_language: str = ""
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Scorer(ABC):
     metrics: ClassVar[tuple[str, ...]]
     needs_reference: ClassVar[bool]
     needs_text: ClassVar[bool]
+    # reads the pair's prompt clip and transcript (ScoreItem.prompt_*): the prompt is then part of its cache key
+    needs_prompt: ClassVar[bool] = False
     uses_gpu: ClassVar[bool]
     sample_rate: ClassVar[int]
     seed_policy: ClassVar[str] = "deterministic (no sampling)"

@@ -29,6 +29,7 @@ from clonebench.core.redact import redact_value
 from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.data.identity import digest
 from clonebench.evaluate.base import ScoreItem, ScoreRecord
+from clonebench.evaluate.registry import PROMPT_GROUPS
 from clonebench.evaluate.validity import record_problem
 
 SCHEMA = "clonebench.metric_cache/v2"  # v1 records (no schema field) are misses
@@ -37,9 +38,13 @@ RECORD_FIELDS = {"schema": str, "key": str, "scorer_fingerprint": str, "sample_i
                  "generated_sha256": str, "language": str, "values": dict, "values_sha256": str}
 
 
-def record_key(fingerprint: str, item: ScoreItem) -> str:
-    return digest({"scorer": fingerprint, "target_sha256": item.target_sha256, "generated_sha256": item.generated_sha256,
-                   "text": item.target_text, "language": item.language, "sample_id": item.sample_id})
+def record_key(fingerprint: str, item: ScoreItem, prompt: bool = False) -> str:
+    """The record's key; ``prompt``: the scorer reads the pair's prompt (its clip, transcript and language join)."""
+    key = {"scorer": fingerprint, "target_sha256": item.target_sha256, "generated_sha256": item.generated_sha256,
+           "text": item.target_text, "language": item.language, "sample_id": item.sample_id}
+    if prompt:
+        key["prompt"] = [item.prompt_sha256, item.prompt_text, item.prompt_language]
+    return digest(key)
 
 
 class Damage(Exception):
@@ -130,7 +135,7 @@ class MetricCache:
 
     def lookup(self, group: str, fingerprint: str, item: ScoreItem, metrics: tuple[str, ...]) -> ScoreRecord | None:
         """The trusted cached record of ``item`` for this scorer, or None (a miss: score it and ``store``)."""
-        key = record_key(fingerprint, item)
+        key = record_key(fingerprint, item, group in PROMPT_GROUPS)
         for root in (self.local, self.shared):
             if root is None:
                 continue
@@ -163,7 +168,7 @@ class MetricCache:
             self._note(self.unwritable, group, "values that would not be trusted when read back",
                        (self.local or self.shared or Path(".")) / group)
             return
-        key = record_key(fingerprint, item)
+        key = record_key(fingerprint, item, group in PROMPT_GROUPS)
         payload = {"schema": SCHEMA, "key": key, "scorer_fingerprint": fingerprint, "sample_id": item.sample_id,
                    "target_sha256": item.target_sha256, "generated_sha256": item.generated_sha256,
                    "language": item.language, "values": values, "values_sha256": digest(values)}

@@ -92,7 +92,9 @@ def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Reques
         item = None if problem else ScoreItem(
             sample_id=sample.sample_id, pair_id=sample.pair_id, speaker_id=sample.speaker_id, generated_path=path,
             generated_sha256=outcome.audio_sha256, target_path=sample.target.path, target_sha256=sample.target.sha256,
-            target_text=sample.row.target_text, language=sample.row.target_language)
+            target_text=sample.row.target_text, language=sample.row.target_language,
+            prompt_path=sample.prompt.path, prompt_sha256=sample.prompt.sha256, prompt_text=sample.row.prompt_text,
+            prompt_language=sample.row.prompt_language)
         requested.append(Requested(sample, outcome, item, problem))
     return requested, {"run_dir": str(source_run), "run_manifest_sha256": sha256_file(source_run / MANIFEST_NAME),
                        "status": manifest.get("status"), "fingerprints": manifest.get("fingerprints"),

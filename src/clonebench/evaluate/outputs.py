@@ -13,7 +13,10 @@ COLUMNS = ["sample_id", "pair_id", "speaker_id", "generation_status", "generated
            "wer_edits", "wer_ref_words", "wer_substitutions", "wer_deletions", "wer_insertions", "cer", "cer_edits",
            "cer_ref_chars", "cer_substitutions", "cer_deletions", "cer_insertions", "text_rule", "mcd", "dnsmos",
            "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi", "mos", "emotion_match", "emotion_target",
-           "emotion_generated", "generated_duration_s", "target_duration_s",
+           "emotion_generated", "fail", "failures", "failure_detail", "fm_speech_ratio", "fm_lead_s", "fm_trail_s",
+           "fm_span_s", "fm_expected_s", "fm_expected_from", "fm_repeat_s", "fm_clipped_share", "fm_prompt_corr",
+           "asr_logprob", "asr_no_speech", "asr_language", "asr_language_prob", "asr_target_prob",
+           "generated_duration_s", "target_duration_s",
            "synthesis_time_s", "errors"]
 
 

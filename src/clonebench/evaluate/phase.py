@@ -27,6 +27,8 @@ from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.scoring import ScorerGroupFailed, run_group_jobs
 from clonebench.evaluate.threads import available_cores, pin_blas_threads, warn_if_slow
+from clonebench.failures.flags import finalise
+from clonebench.failures.rates import failure_rates
 from clonebench.stats.utterance import summarise
 
 if TYPE_CHECKING:
@@ -212,6 +214,8 @@ def _write_outputs(settings: ScoringSettings, job: EvaluationJob, device: str, w
                    workers: int) -> dict:
     evaluation = _protocol(settings, job)
     ordered = [job.rows[r.sample.sample_id] for r in job.requested]
+    for row in ordered:
+        finalise(row)  # failure modes: the audio measurements with the Whisper values of the same clip
     not_scored = {g: p["reason"] for g, p in job.scorers.items() if p.get("status") == "not_run"}
     reasons = list(not_scored.values())
     for row in ordered:
@@ -225,6 +229,8 @@ def _write_outputs(settings: ScoringSettings, job: EvaluationJob, device: str, w
     metrics = {"status": status, "reasons": reasons, "n_requested": len(job.requested), "scorers_not_run": not_scored,
                "metrics": summary, "scorer_fingerprints": {g: p["fingerprint"] for g, p in job.scorers.items()},
                "input_fingerprint": job.source["fingerprints"]["input"], "device": device}
+    if "fail" in evaluation.metrics:
+        metrics["failure_modes"] = failure_rates(ordered, evaluation.confidence)
     cache = job.cache
     write_csv(job.run_dir / "generation_sample_metrics.csv", ordered)
     write_json(job.run_dir / "metrics.json", metrics)

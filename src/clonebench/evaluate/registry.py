@@ -13,9 +13,14 @@ SCORERS: dict[str, str] = {
     "stoi": "clonebench.evaluate.scorers.stoi:STOIScorer",
     "utmos": "clonebench.evaluate.scorers.utmos:UTMOSScorer",
     "emotion": "clonebench.evaluate.scorers.emotion:EmotionScorer",
+    "failures": "clonebench.evaluate.scorers.failures:FailureScorer",
 }
 METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "cer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
-                 "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion"}
+                 "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion", "fail": "failures"}
+# a metric whose verdict also reads another group's values: ``fail`` (failure modes) reads Whisper's transcript,
+# confidence and language identification, so asking for it scores the Whisper group too
+ALSO_NEEDS = {"fail": ("whisper",)}
+PROMPT_GROUPS = frozenset({"failures"})  # groups whose scorer reads the pair's prompt (part of the cache key)
 WER_BACKENDS = ("openai_whisper", "faster_whisper")
 
 
@@ -23,9 +28,9 @@ def groups_for(metrics: tuple[str, ...]) -> list[str]:
     """Scorer groups needed for ``metrics``, in first-mentioned order (each loaded once)."""
     out: list[str] = []
     for metric in metrics:
-        group = METRIC_GROUPS[metric]
-        if group not in out:
-            out.append(group)
+        for group in (METRIC_GROUPS[metric], *ALSO_NEEDS.get(metric, ())):
+            if group not in out:
+                out.append(group)
     return out
 
 

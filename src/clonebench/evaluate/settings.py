@@ -81,6 +81,7 @@ def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> Evalua
                     "base_dir": reader.path("evaluation.emotion.base_dir", None),
                     "allow_hub": reader.bool("evaluation.emotion.allow_hub")},
         "stoi": {},
+        "failures": {},  # a fixed protocol (failures/thresholds.py): no option changes its flags
     }
     # read both (an `or` would skip reading evaluation.device when +vc.evaluation.device is given, and the
     # unread-key check would then refuse the documented commands)

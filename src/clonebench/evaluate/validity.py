@@ -25,24 +25,38 @@ RANGES: dict[str, tuple[float, float]] = {
     "mcd": (0.0, math.inf),
     "stoi": (-1.0, 1.0),
     "emotion_match": (0.0, 1.0),
+    "fail": (0.0, 1.0),
+    "fm_speech_ratio": (0.0, 1.0),
+    "fm_clipped_share": (0.0, 1.0),
+    "fm_prompt_corr": (0.0, 1.0 + COSINE_SLACK),
+    "asr_no_speech": (0.0, 1.0),
+    "asr_language_prob": (0.0, 1.0),
+    "asr_target_prob": (0.0, 1.0),
 }
-BINARY = ("sva", "emotion_match")  # 0 or 1
+BINARY = ("sva", "emotion_match", "fail")  # 0 or 1
 
 # The values each scorer group records, by kind: the metric cache trusts a stored record only when its values
 # are exactly these keys, each of its kind (and, for numbers, finite and within RANGES).
 NUMBER, COUNT, TEXT = "a finite number", "a non-negative integer", "a string"
+MAYBE_NUMBER = "a finite number or null"  # null: not measured (no prompt, no rate known, no language identified)
+ASR_VALUES = {"asr_logprob": MAYBE_NUMBER, "asr_no_speech": MAYBE_NUMBER, "asr_language": TEXT,
+              "asr_language_prob": MAYBE_NUMBER, "asr_target_prob": MAYBE_NUMBER}
 RECORD_VALUES: dict[str, dict[str, str]] = {
     "ecapa": {"sim": NUMBER, "sva": NUMBER},
     "whisper": {"hypothesis": TEXT, "text_rule": TEXT,
                 "wer": NUMBER, "wer_ref_words": COUNT, "wer_substitutions": COUNT, "wer_deletions": COUNT,
                 "wer_insertions": COUNT, "wer_edits": COUNT,
                 "cer": NUMBER, "cer_ref_chars": COUNT, "cer_substitutions": COUNT, "cer_deletions": COUNT,
-                "cer_insertions": COUNT, "cer_edits": COUNT},
+                "cer_insertions": COUNT, "cer_edits": COUNT, **ASR_VALUES},
     "mcd": {"mcd": NUMBER},
     "dnsmos": {"dnsmos": NUMBER, "dnsmos_sig": NUMBER, "dnsmos_bak": NUMBER, "dnsmos_p808": NUMBER},
     "stoi": {"stoi": NUMBER},
     "utmos": {"mos": NUMBER},
     "emotion": {"emotion_match": NUMBER, "emotion_target": TEXT, "emotion_generated": TEXT},
+    "failures": {"fail": NUMBER, "fm_duration_s": NUMBER, "fm_speech_s": NUMBER, "fm_speech_ratio": NUMBER,
+                 "fm_lead_s": NUMBER, "fm_trail_s": NUMBER, "fm_span_s": NUMBER, "fm_expected_s": MAYBE_NUMBER,
+                 "fm_expected_from": TEXT, "fm_repeat_s": NUMBER, "fm_clipped_share": NUMBER,
+                 "fm_prompt_corr": MAYBE_NUMBER},
 }
 
 
@@ -69,6 +83,8 @@ def invalid_value(values: dict) -> str | None:
 def _kind_problem(name: str, value, kind: str) -> str | None:
     if kind == TEXT:
         return None if isinstance(value, str) else f"{name} is not {kind}"
+    if kind == MAYBE_NUMBER and value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{name} is not {kind}"
     if kind == COUNT and (not isinstance(value, int) or value < 0):

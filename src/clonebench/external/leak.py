@@ -6,10 +6,9 @@ before scoring. rvcbench 2.2.1 checks byte identity with the pair's own target; 
 - byte-identical to any hidden target of the pair set;
 - sample-identical to one: same rate and length, every (mono) sample within one 16-bit step (a re-encoded copy:
   another sample format, header or channel layout);
-- a processed copy of its own pair's target: both resampled to 16 kHz mono (scipy polyphase), durations within
-  5 %, and a normalised cross-correlation of at least 0.95 at some lag within 0.2 s (gain, resampling, added
-  noise, a codec's delay). Two different renditions of a sentence, even by the same voice, correlate near 0 at
-  the sample level, so a clone cannot reach it.
+- a processed copy of its own pair's target: durations within 5 %, and the copy rule of ``failures/copy.py``
+  (both at 16 kHz mono, a normalised cross-correlation of at least 0.95 at some lag within 0.2 s), the rule the
+  failure scorer's ``prompt_copy`` flag applies to a pair's prompt.
 
 A target that is also exported as some pair's reference is public and is not a leak.
 
@@ -24,16 +23,20 @@ import os
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import correlate, resample_poly
 
 from clonebench.core.records import Sample
 from clonebench.core.untrusted import UntrustedFileError, read_bytes
-from clonebench.data.audio import InvalidAudio, WavInfo, inspect_wav, to_mono, validate_wav
+from clonebench.data.audio import (
+    InvalidAudio,
+    WavInfo,
+    inspect_wav,
+    to_mono,
+    validate_wav,
+)
 from clonebench.external.pair_sets import PairSet
+from clonebench.failures.copy import MAX_LAG_S, RATE, at_16k, peak_correlation
 
 PCM16_STEP = 1.0 / 32768
-RATE = 16_000
-MAX_LAG_S = 0.2
 MIN_CORRELATION = 0.95
 DURATION_TOLERANCE = 0.05
 MAX_TARGET_BYTES = 2 * 1024 ** 3  # as a submitted file's bound (external/submitted.py MAX_BYTES)
@@ -55,23 +58,6 @@ def read_target(sample: Sample, root: Path | None) -> bytes:
     under = root is not None and (path == root or root in path.parents or
                                   Path(root).resolve() in Path(os.path.abspath(path)).parents)
     return read_bytes(path, max_bytes=MAX_TARGET_BYTES, within=root if under else None, what="target recording")
-
-
-def _at_16k(samples: np.ndarray, rate: int) -> np.ndarray:
-    mono = to_mono(samples).astype(np.float64)
-    return mono if rate == RATE else resample_poly(mono, RATE, rate)
-
-
-def peak_correlation(a: np.ndarray, b: np.ndarray, max_lag: int) -> float:
-    """The largest normalised cross-correlation of ``a`` and ``b`` at lags within ``max_lag`` samples."""
-    a, b = a - a.mean(), b - b.mean()
-    norm = np.linalg.norm(a) * np.linalg.norm(b)
-    if norm == 0:
-        return 0.0
-    full = correlate(a, b, mode="full", method="fft")
-    zero = len(b) - 1
-    window = full[max(0, zero - max_lag): zero + max_lag + 1]
-    return float(np.max(np.abs(window)) / norm)
 
 
 class Targets:
@@ -109,7 +95,7 @@ class Targets:
         decoded = self._decoded(own) if own.sample_id in self.hidden else None
         if decoded is None or abs(info.duration_s - decoded[0].duration_s) > DURATION_TOLERANCE * decoded[0].duration_s:
             return None
-        score = peak_correlation(_at_16k(samples, info.sample_rate), _at_16k(decoded[1], decoded[0].sample_rate),
+        score = peak_correlation(at_16k(samples, info.sample_rate), at_16k(decoded[1], decoded[0].sample_rate),
                                  int(MAX_LAG_S * RATE))
         if score >= MIN_CORRELATION:
             return (f"a processed copy of the hidden target recording of its pair (waveform correlation {score:.3f}: "

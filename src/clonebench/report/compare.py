@@ -8,6 +8,9 @@ from clonebench.report.tables import ResultTable
 from clonebench.stats.paired import paired_summary
 
 PAIRED_METRICS = ("mcd", "wer", "sim")  # the conventions' order: a fresh generator per metric in this order
+# compared after PAIRED_METRICS (so theirs stay as they were) when both sides have a value for every pair: the
+# failure rate (per pair 0/1; its means and delta are rates, shown in percent)
+OPTIONAL_PAIRED = ("fail",)
 FIXES = {"backend": "evaluation.whisper.backend", "model": "evaluation.whisper.model",
          "weights_sha256": "evaluation.whisper.local_path / evaluation.whisper.model (the locked checkpoint)",
          "normalisation": "evaluation.whisper.normalisation", "threshold": "evaluation.ecapa.threshold",
@@ -76,8 +79,18 @@ def check_protocols(current: ResultTable, historical: ResultTable, metrics: tupl
     return checked
 
 
-def compare(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...] = PAIRED_METRICS,
+def default_metrics(current: ResultTable, historical: ResultTable) -> tuple[str, ...]:
+    """PAIRED_METRICS, then each of OPTIONAL_PAIRED that every row of both sides has (an old run without it: none)."""
+    def has(table: ResultTable, metric: str) -> bool:
+        return bool(table.rows) and all(v is not None for v in table.values(metric))
+    return PAIRED_METRICS + tuple(m for m in OPTIONAL_PAIRED if has(current, m) and has(historical, m))
+
+
+def compare(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...] | None = None,
             allow_mixed_precision: bool = False) -> dict:
+    """Paired deltas of ``metrics`` (default: ``default_metrics``) over the pairs of ``historical``."""
+    if metrics is None:
+        metrics = default_metrics(current, historical)
     checks = {"inputs": check_same_pairs(current, historical),
               "protocols": check_protocols(current, historical, metrics, allow_mixed_precision)}
     order = [r["pair_id"] for r in historical.rows]  # manifest order

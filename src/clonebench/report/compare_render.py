@@ -11,10 +11,12 @@ from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
 from clonebench.core.redact import shown
-from clonebench.report.format import latex_escape
+from clonebench.report.format import is_percent, latex_escape, metric_number
 
 LABELS = {"sim": "SIM", "sva": "SVA", "wer": "WER", "mcd": "MCD", "dnsmos": "DNSMOS", "stoi": "STOI", "mos": "MOS",
-          "emotion_match": "Emo"}
+          "emotion_match": "Emo", "fail": "fail%"}
+PERCENT_NOTE = ("fail%: the share of pairs with a failure flag, in percent; its Δ and CI in percentage points "
+                "(the CSV and JSON keep rates as fractions)")
 CSV_FIELDS = ["metric", "kind", "system", "a", "b", "runs", "n", "speakers", "mean", "ci_low", "ci_high", "delta",
               "p_value", "p_holm", "dz", "b_wins", "a_wins", "ties", "verdict", "seed_var", "pair_var", "seed_share",
               "run_mean_sd", "reseed_range95", "exceeds_reseeding"]
@@ -22,18 +24,21 @@ FILES = {"md": "comparison.md", "latex": "comparison.tex", "csv": "comparison.cs
          "html": "comparison.html"}
 
 
-def _num(value, digits: int = 4, sign: bool = False) -> str:
+def _num(value, digits: int = 4, sign: bool = False, metric: str = "") -> str:
+    """A number with ``digits`` decimals; a rate metric (``fail``) x100 with one decimal (Δ in percentage points)."""
     if value is None:
         return "–"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+    return metric_number(metric, value, digits, sign)
 
 
 def _p(value) -> str:
     return "–" if value is None else ("<0.001" if value < 0.001 else f"{value:.3f}")
 
 
-def _ci(ci, sign: bool = False) -> str:
-    return "unbounded" if not ci else f"[{_num(ci[0], sign=sign)}, {_num(ci[1], sign=sign)}]"
+def _ci(ci, sign: bool = False, metric: str = "") -> str:
+    if not ci:
+        return "unbounded"
+    return f"[{_num(ci[0], sign=sign, metric=metric)}, {_num(ci[1], sign=sign, metric=metric)}]"
 
 
 def _title(metric: str, entry: dict) -> str:
@@ -62,6 +67,8 @@ def _intro(result: dict) -> list[str]:
     else:
         lines.append("**Ranking disabled** (--allow-incompatible): no comparison is valid because "
                      + "; ".join(result["problems"]))
+    if any(is_percent(m) for m in result["metrics"]):
+        lines.append(PERCENT_NOTE)
     lines += [f"Warning: {w}" for w in result.get("warnings", [])]
     return lines
 
@@ -72,13 +79,14 @@ def markdown(result: dict) -> str:
         lines += [f"## {_title(metric, entry)}", "", "| system | runs | n | mean | 95 % CI |", "|---|---:|---:|---:|---|"]
         for s in entry["systems"]:
             best = entry["best"] is not None and s["mean"] == entry["best"]
-            mean = f"**{_num(s['mean'])}**" if best else _num(s["mean"])
-            lines.append(f"| {s['system']} | {s['runs']} | {s['n']} | {mean} | {_ci(s['ci'])} |")
+            mean = f"**{_num(s['mean'], metric=metric)}**" if best else _num(s["mean"], metric=metric)
+            lines.append(f"| {s['system']} | {s['runs']} | {s['n']} | {mean} | {_ci(s['ci'], metric=metric)} |")
         if entry["comparisons"]:
             lines += ["", "| B − A | n | Δ | 95 % CI | p | p (Holm) | dz | wins B/A/ties | vs re-seeding | verdict |",
                       "|---|---:|---:|---|---:|---:|---:|---|---|---|"]
             for c in entry["comparisons"]:
-                lines.append(f"| {c['b']} − {c['a']} | {c['n']} | {_num(c['delta'], sign=True)} | {_ci(c['ci'], True)} "
+                lines.append(f"| {c['b']} − {c['a']} | {c['n']} | {_num(c['delta'], sign=True, metric=metric)} | "
+                             f"{_ci(c['ci'], True, metric)} "
                              f"| {_p(c['p_value'])} | {_p(c['p_holm'])} | {_num(c['dz'], 2)} | {_wins(c)} | "
                              f"{_reseed(c)} | {c['verdict']} |")
         seeds = [s for s in entry["systems"] if s["seed"]]
@@ -100,16 +108,18 @@ def latex(result: dict) -> str:
         out += [rf"% {title}", r"\begin{tabular}{lrrll}", r"\toprule", rf"\multicolumn{{5}}{{l}}{{{title}}} \\",
                 r"System & runs & $n$ & mean & 95\,\% CI \\", r"\midrule"]
         for s in entry["systems"]:
-            mean = _num(s["mean"])
+            mean = _num(s["mean"], metric=metric)
             if entry["best"] is not None and s["mean"] == entry["best"]:
                 mean = rf"\textbf{{{mean}}}"
-            out.append(rf"{latex_escape(s['system'])} & {s['runs']} & {s['n']} & {mean} & {_ci(s['ci'])} \\")
+            out.append(rf"{latex_escape(s['system'])} & {s['runs']} & {s['n']} & {mean} & "
+                       rf"{_ci(s['ci'], metric=metric)} \\")
         if entry["comparisons"]:
             out += [r"\midrule", r"B $-$ A & $n$ & $\Delta$ [95\,\% CI] & $p$ / $p_{\mathrm{Holm}}$ & $d_z$, wins B/A/ties \\",
                     r"\midrule"]
             for c in entry["comparisons"]:
                 name = latex_escape(f"{c['b']} - {c['a']}")
-                out.append(rf"{name} & {c['n']} & {_num(c['delta'], sign=True)} {_ci(c['ci'], True)} & "
+                out.append(rf"{name} & {c['n']} & {_num(c['delta'], sign=True, metric=metric)} "
+                           rf"{_ci(c['ci'], True, metric)} & "
                            rf"{_p(c['p_value'])} / {_p(c['p_holm'])} & {_num(c['dz'], 2)}, {_wins(c)} \\")
         out += [r"\bottomrule", r"\end{tabular}", ""]
     notes = _intro(result)
@@ -148,7 +158,7 @@ def html_section(result: dict) -> str:
         for s in entry["systems"]:
             best = ' class="best"' if entry["best"] is not None and s["mean"] == entry["best"] else ""
             parts.append(f"<tr><td>{escape(s['system'])}</td><td>{s['runs']}</td><td>{s['n']}</td>"
-                         f"<td{best}>{_num(s['mean'])}</td><td>{_ci(s['ci'])}</td></tr>")
+                         f"<td{best}>{_num(s['mean'], metric=metric)}</td><td>{_ci(s['ci'], metric=metric)}</td></tr>")
         parts.append("</tbody></table>")
         if entry["comparisons"]:
             parts.append("<table class=\"comparison\"><thead><tr><th>B − A</th><th>n</th><th>Δ</th><th>95 % CI</th>"
@@ -156,7 +166,7 @@ def html_section(result: dict) -> str:
                          "<th>verdict</th></tr></thead><tbody>")
             for c in entry["comparisons"]:
                 parts.append(f"<tr><td>{escape(c['b'])} − {escape(c['a'])}</td><td>{c['n']}</td>"
-                             f"<td>{_num(c['delta'], sign=True)}</td><td>{_ci(c['ci'], True)}</td>"
+                             f"<td>{_num(c['delta'], sign=True, metric=metric)}</td><td>{_ci(c['ci'], True, metric)}</td>"
                              f"<td>{_p(c['p_value'])}</td><td>{_p(c['p_holm'])}</td><td>{_num(c['dz'], 2)}</td>"
                              f"<td>{_wins(c)}</td><td>{escape(_reseed(c))}</td><td>{escape(c['verdict'])}</td></tr>")
             parts.append("</tbody></table>")

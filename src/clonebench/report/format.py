@@ -15,6 +15,27 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
 _SPECIAL = re.compile(r"[\\&%$#_{}~^<>|]|[\x00-\x1f\x7f]")
 
 
+PERCENT_METRICS = frozenset({"fail"})  # rates (0..1): every table shows them x100 with one decimal, as "fail%"
+PERCENT_LABELS = {"fail": "fail%"}
+
+
+def is_percent(metric: str) -> bool:
+    return metric in PERCENT_METRICS
+
+
+def metric_label(metric: str, default: str | None = None) -> str:
+    """A column's name: ``fail%`` for the failure rate, else ``default`` (or the metric's own name)."""
+    return PERCENT_LABELS.get(metric, default if default is not None else metric)
+
+
+def metric_number(metric: str, value, digits: int = 3, sign: bool = False) -> str:
+    """``value`` of ``metric`` as a table shows it: a rate x100 with one decimal (``12.5``), any other metric with
+    ``digits`` decimals; ``sign`` for differences (a rate's difference is in percentage points)."""
+    if is_percent(metric):
+        value, digits = value * 100, 1
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
 def latex_escape(text) -> str:
     """``text`` (any value, shown with ``str``) safe inside a LaTeX table cell or comment line."""
     return _SPECIAL.sub(lambda m: _LATEX.get(m.group(), " "), str(text))

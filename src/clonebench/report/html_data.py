@@ -15,7 +15,7 @@ from clonebench.report.tables import ResultTable, as_number, load_run
 SAMPLE_METRICS = ("sim", "sva", "wer", "mcd", "dnsmos", "mos", "emotion_match", "generated_duration_s",
                   "synthesis_time_s")
 HIGHER_IS_BETTER = {"sim": True, "sva": True, "wer": False, "mcd": False, "dnsmos": True, "mos": True,
-                    "emotion_match": True}
+                    "emotion_match": True, "fail": False}
 
 
 @dataclass

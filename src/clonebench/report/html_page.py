@@ -13,8 +13,17 @@ from importlib import resources
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
+from clonebench.report.format import metric_label, metric_number
 from clonebench.report.html_data import RunView, coverage, provenance
-from clonebench.report.html_rows import LETTERS, AudioLinker, sample_rows
+from clonebench.report.html_rows import (
+    LETTERS,
+    AudioLinker,
+    failure_summary_html,
+    failure_titles,
+    flag_title,
+    row_flags,
+    sample_rows,
+)
 from clonebench.report.paper import (
     COLUMNS,
     PUBLISHED_LABEL,
@@ -83,7 +92,7 @@ def _paired(views: list[RunView]) -> str:
     a, b = views
     common = [p for p in a.samples if p in b.samples]
     rows = []
-    for key in ("sim", "sva", "wer", "mcd", "dnsmos", "mos", "emotion_match"):
+    for key in ("sim", "sva", "wer", "mcd", "dnsmos", "mos", "emotion_match", "fail"):
         va = [as_number(a.samples[p].get(key)) for p in common]
         vb = [as_number(b.samples[p].get(key)) for p in common]
         keep = [i for i in range(len(common)) if va[i] is not None and vb[i] is not None]
@@ -92,14 +101,37 @@ def _paired(views: list[RunView]) -> str:
         speakers = [str(a.samples[common[i]]["speaker_id"]) for i in keep]
         s = paired_summary([vb[i] for i in keep], [va[i] for i in keep], speakers)
         ci = s["delta_ci95"]
-        rows.append(f"<tr><td>{key}</td><td>{s['n_pairs']}/{len(common)}</td><td>{s['historical_mean']:.4f}</td>"
-                    f"<td>{s['current_mean']:.4f}</td><td>{s['paired_mean_delta']:+.4f}</td>"
-                    f"<td>[{ci[0]:+.4f}, {ci[1]:+.4f}]</td><td>{s['mean_abs_delta']:.4f}</td></tr>")
+        # a rate (fail) in percent, its deltas in percentage points; any other metric with 4 decimals
+        means = [metric_number(key, s[k], 4) for k in ("historical_mean", "current_mean", "mean_abs_delta")]
+        deltas = [metric_number(key, v, 4, sign=True) for v in (s["paired_mean_delta"], *ci)]
+        rows.append(f"<tr><td>{metric_label(key)}</td><td>{s['n_pairs']}/{len(common)}</td><td>{means[0]}</td>"
+                    f"<td>{means[1]}</td><td>{deltas[0]}</td><td>[{deltas[1]}, {deltas[2]}]</td>"
+                    f"<td>{means[2]}</td></tr>")
     legend = f"A = {escape(a.label)}, B = {escape(b.label)}; Δ = B − A over the pairs both runs scored; " \
              "95 % CI by speaker-cluster bootstrap."
     return ("<h2 id=\"paired\">Paired deltas (B − A)</h2><p>" + legend + "</p><table class=\"paired\"><thead><tr>"
             "<th>metric</th><th>pairs</th><th>mean A</th><th>mean B</th><th>Δ mean</th><th>Δ 95 % CI</th>"
             "<th>mean |Δ|</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _failure_controls(views: list[RunView]) -> str:
+    """The failure filter (all / failed only / one flag, with its count of rows) and a worst-first button; "" when no
+    run has failure verdicts."""
+    if not failure_titles(views):
+        return ""
+    counts: dict[str, int] = {}
+    failed = 0
+    for pair_id in dict.fromkeys(p for v in views for p in v.samples):
+        rows = [v.samples.get(pair_id) for v in views]
+        flags = {f for r in rows for f in row_flags(r) or []}
+        failed += any(as_number((r or {}).get("fail")) == 1.0 for r in rows)
+        for flag in flags:
+            counts[flag] = counts.get(flag, 0) + 1
+    options = "".join(f'<option value="{escape(f)}" title="{escape(flag_title(f))}">{escape(f)} ({n})</option>'
+                      for f, n in counts.items())
+    return (f'<label>failures <select id="failure-filter"><option value="">all utterances</option>'
+            f'<option value="*">failed only ({failed})</option>{options}</select></label>'
+            '<button id="worst-fail" type="button">failed first</button>')
 
 
 def _comparison(views: list[RunView]) -> str:
@@ -132,7 +164,8 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
     table_html, cols = sample_rows(views, linker)
     speakers = sorted({str(s.get("speaker_id")) for v in views for s in v.samples.values()})
     runs = [{"letter": LETTERS[k], "label": v.label} for k, v in enumerate(views)]
-    config = {"runs": runs, "columns": [c["title"] for c in cols],
+    failures = failure_titles(views)
+    config = {"runs": runs, "columns": [c["title"] for c in cols], "failures": failures,
               "sim": next((c["title"] for c in cols if c["key"] == "sim" and not c.get("delta")), None),
               "wer": next((c["title"] for c in cols if c["key"] == "wer" and not c.get("delta")), None)}
     legend = ", ".join(f"{r['letter']} = {escape(r['label'])}" for r in runs)
@@ -154,11 +187,12 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
 {_paired(views)}
 {_comparison(views)}
-<h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort; in the transcripts,
+<h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort{"; rows with failure flags come first (failed, then by number of flags); hover a flag for its rule" if failures else ""}; in the transcripts,
 <del>struck</del> words are reference words the hypothesis missed or replaced, <ins>marked</ins> words are what it said instead
-(after the run's WER normalisation).</p>
+(after the run's WER normalisation).</p>{failure_summary_html(views)}
 <div class="controls"><label>speaker <select id="speaker"><option value="">all</option>{options}</select></label>
 <button id="worst-sim" type="button">lowest SIM first</button><button id="worst-wer" type="button">highest WER first</button>
+{_failure_controls(views)}
 <span id="shown"></span></div>
 <table id="samples-table" class="samples">{table_html}</table>
 <h2 id="provenance">Provenance</h2>{prov}

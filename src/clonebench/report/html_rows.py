@@ -1,6 +1,9 @@
 """The per-sample table of the HTML report: one row per pair with its audio players, transcripts, the
 Whisper hypothesis with its word differences (jiwer's alignment under the run's WER normalisation) and
-every metric; with two runs, the two generated clips side by side (A/B) and paired deltas per metric.
+every metric; with two runs, the two generated clips side by side (A/B) and paired deltas per metric. A run scored
+for failure modes (``fail``) adds a "failures" column per run: its flags as badges, each with the flag's rule on
+hover (``failures.thresholds.describe``); the rows carry ``data-failed``, ``data-flags`` and ``data-worst`` for the
+page's failure filter and its default worst-first order.
 
 Every text that comes from a manifest, a CSV or a server is escaped here (``html.escape``)."""
 
@@ -13,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from clonebench.core.hashing import sha256_file
+from clonebench.failures.thresholds import FLAGS, describe
 from clonebench.report.html_data import RunView, shown_metrics
 from clonebench.report.tables import as_number
 
@@ -95,6 +99,85 @@ def columns(views: list[RunView]) -> list[dict]:
     return cols
 
 
+def row_flags(row: dict | None) -> list[str] | None:
+    """A per-sample row's failure flags (FLAGS order, then any unknown one); None: no failure verdict (old run)."""
+    if not row or as_number(row.get("fail")) is None:
+        return None
+    raised = [f.strip() for f in str(row.get("failures") or "").split(";") if f.strip()]
+    return [f for f in FLAGS if f in raised] + [f for f in raised if f not in FLAGS]
+
+
+def has_failures(views: list[RunView]) -> bool:
+    """Some run has a failure verdict for some pair (it was scored with ``fail``)."""
+    return any(row_flags(s) is not None for v in views for s in v.samples.values())
+
+
+def flag_title(flag: str) -> str:
+    return describe(flag) if flag in FLAGS else flag
+
+
+def _failure_cell(row: dict | None) -> tuple[str, int | None]:
+    """The failures cell of one run (badges; "–": no verdict) and its sort value (number of flags, >= 1 if failed)."""
+    flags = row_flags(row)
+    if flags is None:
+        return '<td class="failures" data-v="">–</td>', None
+    score = max(len(flags), 1) if as_number(row.get("fail")) == 1.0 else 0
+    if not flags:
+        badges = '<span class="ok">ok</span>' if not score else '<span class="badge">failed</span>'
+    else:
+        badges = "".join(f'<span class="badge flag-{escape(f)}" data-flag="{escape(f)}" title="{escape(flag_title(f))}">'
+                         f'{escape(f)}</span>' for f in flags)
+    detail = f'<div class="fdetail">{escape(row["failure_detail"])}</div>' if row.get("failure_detail") else ""
+    return f'<td class="failures" data-v="{score}">{badges}{detail}</td>', score
+
+
+def failure_titles(views: list[RunView]) -> list[str]:
+    """The failures columns' titles (one per run), empty when no run has a failure verdict."""
+    if not has_failures(views):
+        return []
+    return ["failures" + (f" {LETTERS[k]}" if len(views) > 1 else "") for k, _ in enumerate(views)]
+
+
+def failure_summary(view: RunView) -> dict | None:
+    """The run's failure_modes (metrics.json; else computed from its rows), None when it was not scored for them."""
+    if view.table.failure_modes:
+        return view.table.failure_modes
+    if not any(row_flags(s) is not None for s in view.samples.values()):
+        return None
+    from clonebench.failures.rates import failure_rates
+
+    return failure_rates([{**s, "fail": as_number(s.get("fail"))} for s in view.samples.values()])
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def failure_summary_html(views: list[RunView]) -> str:
+    """One line per run with failure modes: the failure rate with its interval, then each raised flag's rate."""
+    lines = []
+    for k, view in enumerate(views):
+        modes = failure_summary(view)
+        if not modes:
+            continue
+        ci = modes.get("ci")
+        ci_text = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else ""
+        flags = []
+        for flag, entry in (modes.get("flags") or {}).items():
+            if not entry.get("count"):
+                continue
+            fci = entry.get("ci")
+            flags.append(f'<span class="badge flag-{escape(flag)}" title="{escape(flag_title(flag))}">{escape(flag)}'
+                         f'</span> {entry["count"]} ({_pct(entry.get("rate"))}'
+                         + (f" [{100 * fci[0]:.1f}, {100 * fci[1]:.1f}]" if fci else "") + ")")
+        who = f"{LETTERS[k]} = {escape(view.label)}" if len(views) > 1 else escape(view.label)
+        lines.append(f'<p class="failure-summary">Failures ({who}): {modes.get("failed", 0)} of {modes.get("n", 0)} '
+                     f'utterances, {_pct(modes.get("rate"))}{ci_text}'
+                     f'{" (" + escape(str(modes["ci_method"])) + ")" if modes.get("ci_method") else ""}'
+                     f'{"; " + ", ".join(flags) if flags else "; no flag raised"}.</p>')
+    return "".join(lines)
+
+
 def _cell_value(views: list[RunView], pair_id: str, col: dict) -> float | None:
     if col.get("delta"):
         a, b = (as_number(v.samples.get(pair_id, {}).get(col["key"])) for v in views)
@@ -105,9 +188,13 @@ def _cell_value(views: list[RunView], pair_id: str, col: dict) -> float | None:
 def sample_rows(views: list[RunView], linker: AudioLinker) -> tuple[str, list[dict]]:
     """The <thead> + <tbody> HTML of the per-sample table, and its metric columns."""
     cols = columns(views)
+    failures = failure_titles(views)
+    failure_heads = "".join(f'<th data-sort="num" data-key="{escape(t)}" class="failures">{escape(t)}</th>'
+                            for t in failures)
     head = ("<thead><tr><th data-sort=\"text\">pair</th><th data-sort=\"text\">speaker</th><th>audio</th>"
-            "<th>transcripts</th>" + "".join(f'<th data-sort="num" data-key="{escape(c["title"])}">'
-                                             f'{escape(c["title"])}</th>' for c in cols) + "</tr></thead>")
+            "<th>transcripts</th>" + failure_heads
+            + "".join(f'<th data-sort="num" data-key="{escape(c["title"])}">{escape(c["title"])}</th>' for c in cols)
+            + "</tr></thead>")
     body = []
     first = views[0]
     order = list(first.samples) + [p for v in views[1:] for p in v.samples if p not in first.samples]
@@ -136,11 +223,19 @@ def sample_rows(views: list[RunView], linker: AudioLinker) -> tuple[str, list[di
                              f'{escape(row.get("emotion_generated") or "–")}</div>')
             if row.get("errors"):
                 texts.append(f'<div class="err">{escape(row["errors"])}</div>')
-        cells = []
+        cells, scores, flagged = [], [], []
+        if failures:
+            for row in rows:
+                html, score = _failure_cell(row)
+                cells.append(html)
+                scores.append(score or 0)
+                flagged += [f for f in row_flags(row) or [] if f not in flagged]
+        marks = (f' data-failed="{int(any(scores))}" data-flags="{escape(" ".join(flagged))}" '
+                 f'data-worst="{sum(scores)}"') if failures else ""
         for col in cols:
             value = _cell_value(views, pair_id, col)
             cells.append(f'<td class="num" data-v="{"" if value is None else repr(value)}">{_number(value)}</td>')
-        body.append(f'<tr data-speaker="{escape(speaker)}"><td data-v="{escape(pair_id)}">{escape(pair_id)}</td>'
+        body.append(f'<tr data-speaker="{escape(speaker)}"{marks}><td data-v="{escape(pair_id)}">{escape(pair_id)}</td>'
                     f'<td data-v="{escape(speaker)}">{escape(speaker)}</td><td class="audio">{audio}</td>'
                     f'<td class="texts">{"".join(texts)}</td>{"".join(cells)}</tr>')
     return head + "<tbody>" + "\n".join(body) + "</tbody>", cols

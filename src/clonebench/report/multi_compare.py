@@ -29,9 +29,11 @@ from clonebench.stats import seed_variance
 from clonebench.stats.cluster import DRAWS, SEED, cluster_bootstrap, cohen_dz, wins
 from clonebench.stats.holm import holm
 
-CANDIDATES = ("sim", "sva", "wer", "mcd", "dnsmos", "stoi", "mos", "emotion_match")
+# "fail": the failure rate (per pair 1.0 when a failure flag is raised, else 0.0; failures/), compared paired like
+# every other metric, when every run scored it
+CANDIDATES = ("sim", "sva", "wer", "mcd", "dnsmos", "stoi", "mos", "emotion_match", "fail")
 HIGHER_IS_BETTER = {"sim": True, "sva": True, "wer": False, "mcd": False, "dnsmos": True, "stoi": True, "mos": True,
-                    "emotion_match": True}
+                    "emotion_match": True, "fail": False}
 ALPHA = 0.05
 FEW_SPEAKERS = 10  # below this the cluster bootstrap is conservative and its intervals unstable (simulated)
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from clonebench.core.paths import REPRODUCTION_DIR
-from clonebench.report.format import latex_escape
+from clonebench.report.format import latex_escape, metric_number
 from clonebench.report.tables import UNSEEDED_NOTE, ResultTable
 
 COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", True), ("mcd", "MCD↓", False),
@@ -21,6 +21,10 @@ PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mos": "MOS", "mcd": "MCD", "rtf": "RT
 # human listening-test scores (clonebench listening-results; report --listening), shown right after the predicted MOS
 HUMAN_COLUMNS = [("human_mos", "MOS (human)↑", True), ("human_smos", "SMOS (human)↑", True),
                  ("human_mushra", "MUSHRA (human)↑", True)]
+# the failure rate (share of utterances with a failure flag, failures/): shown as a percentage, after the paper's
+# columns, only when some row has it (a run scored without ``fail`` shows no such column)
+FAILURE_COLUMN = ("fail", "fail%↓", False)
+OPTIONAL_COLUMNS = [FAILURE_COLUMN]
 PUBLISHED_SOURCES = ("paper",)
 PUBLISHED_LABEL = "published (other data)"  # the heading of the published rows' block; never bold
 BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; (published) rows are the paper's "
@@ -28,14 +32,16 @@ BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; 
 
 
 def shown_columns(rows: list[dict], columns: list = COLUMNS) -> list[tuple[str, str, bool]]:
-    """``columns``, plus the human listening-test columns some row fills, placed after the predicted MOS."""
+    """``columns``, plus the human listening-test columns some row fills, placed after the predicted MOS, and the
+    failure rate at the end when some row has it."""
     present = {key for row in rows for key in row["cells"]}
     out = []
     for column in columns:
         out.append(column)
         if column[0] == "mos":
             out += [c for c in HUMAN_COLUMNS if c[0] in present]
-    return out
+    keys = {c[0] for c in out}
+    return out + [c for c in OPTIONAL_COLUMNS if c[0] in present and c[0] not in keys]
 
 
 def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
@@ -46,11 +52,13 @@ def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
         row = {"name": label, "source": "run", "cells": {}, "notes": []}
         if table.unseeded_server:
             row["notes"].append(f"{table.label}: {UNSEEDED_NOTE}")
-        for key, _, _ in columns:
+        for key, _, _ in [*columns, *(c for c in OPTIONAL_COLUMNS if c not in columns)]:
             entry = table.metrics_summary.get(key)
-            if entry and entry.get("mean") is not None:
+            if isinstance(entry, dict) and entry.get("mean") is not None:
                 row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
                                      "n_requested": entry["n_requested"]}
+                if key == FAILURE_COLUMN[0]:
+                    row["cells"][key]["percent"] = True
                 reason = unverified_reason(key)
                 if reason:
                     row["cells"][key]["unverified"] = True
@@ -111,12 +119,17 @@ def is_best(cell: dict | None, top: dict, key: str, row: dict | None = None) -> 
     return bool(cell) and not cell.get("unverified") and not cell.get("reference") and cell["mean"] == top.get(key)
 
 
+def _value(cell: dict, value: float, digits: int = 3) -> str:
+    """A cell's number: a rate (``percent``) x100 with one decimal, else ``digits`` decimals."""
+    return metric_number("fail" if cell.get("percent") else "", value, digits)
+
+
 def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:
     if not cell:
         return "–"
-    text = f"{cell['mean']:.{digits}f}"
+    text = _value(cell, cell["mean"], digits)
     if with_ci and cell.get("ci"):
-        text += f" [{cell['ci'][0]:.{digits}f}, {cell['ci'][1]:.{digits}f}]"
+        text += f" [{_value(cell, cell['ci'][0], digits)}, {_value(cell, cell['ci'][1], digits)}]"
     if cell.get("n") is not None:
         text += f" (n={cell['n']}/{cell['n_requested']})"
     if cell.get("raters") is not None:
@@ -152,9 +165,9 @@ def latex(rows: list[dict], columns: list = COLUMNS) -> str:
         cells = []
         for key, _, _ in shown:
             cell = row["cells"].get(key)
-            text = "--" if not cell else f"{cell['mean']:.3f}"
+            text = "--" if not cell else _value(cell, cell["mean"])
             if cell and cell.get("ci"):
-                text += rf"\,{{\scriptsize[{cell['ci'][0]:.3f}, {cell['ci'][1]:.3f}]}}"
+                text += rf"\,{{\scriptsize[{_value(cell, cell['ci'][0])}, {_value(cell, cell['ci'][1])}]}}"
             if is_best(cell, top, key, row):
                 text = rf"\textbf{{{text}}}"
             if cell and cell.get("unverified"):

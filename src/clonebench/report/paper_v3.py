@@ -28,7 +28,8 @@ SUITE_SOURCES = {"sim": (("libritts", "english-libritts"), "sim"), "mos": (("lib
                  "sva": (("libritts", "english-libritts"), "sva"),
                  "emotion_match": (("libritts", "english-libritts"), "emotion"),
                  "vctk_sim": (("vctk", "audioshift"), "sim"), "chinese_sim": (("chinese",), "sim"),
-                 "crosslingual_sim": (("crosslingual",), "sim")}
+                 "crosslingual_sim": (("crosslingual",), "sim"),
+                 "fail": (("libritts", "english-libritts"), "fail")}  # shown only when a task scored it (paper.py)
 
 
 def paper_rows_v3(path: Path = PAPER_V3_FILE) -> list[dict]:
@@ -51,6 +52,8 @@ def suite_row(results) -> dict:
                 continue
             row["cells"][column] = {"mean": stat.mean, "ci": stat.ci, "n": stat.n_valid,
                                     "n_requested": stat.n_requested}
+            if column == "fail":
+                row["cells"][column]["percent"] = True
             row["notes"].append(f"{column}: suite {results.suite.name} task {name}")
             reason = unverified_reason("mos" if metric == "speechmos" else metric)
             if reason:

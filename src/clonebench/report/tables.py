@@ -10,7 +10,9 @@ from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import escape_terminal
+from clonebench.data.identity import digest
 from clonebench.evaluate.progress import read_progress, unfinished_reason
+from clonebench.evaluate.registry import ALSO_NEEDS
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
 UNSEEDED_NOTE = "unseeded server: repeat runs give seed variance, not repeatability"
@@ -32,6 +34,7 @@ class ResultTable:
     effective_sampling: dict | None = None               # the sampling the server applied (generation manifest)
     input_fingerprint: str | None = None
     metrics_summary: dict = field(default_factory=dict)
+    failure_modes: dict | None = None                    # metrics.json's failure_modes (failures.rates), if scored
     run_dir: Path | None = None
     notes: list[str] = field(default_factory=list)       # e.g. a historical baseline's limits
 
@@ -87,6 +90,12 @@ def load_run(run_dir: Path) -> ResultTable:
     protocols = {m: scoring["scorers"][g].get("protocol", {}) for m, g in groups.items() if g in scoring["scorers"]}
     fingerprints = {m: scoring["scorers"][g]["fingerprint"] for m, g in groups.items() if g in scoring["scorers"]}
     executions = {m: scoring["scorers"][g].get("execution", {}) for m, g in groups.items() if g in scoring["scorers"]}
+    for metric, others in ALSO_NEEDS.items():  # fail reads Whisper's values: its protocol is both groups'
+        extra = [scoring["scorers"][g] for g in others if g in scoring["scorers"]]
+        if metric in protocols and extra:
+            protocols[metric] = {**protocols[metric], **{f"{b['scorer']}.{k}": v for b in extra
+                                                         for k, v in b.get("protocol", {}).items()}}
+            fingerprints[metric] = digest([fingerprints[metric], *(b["fingerprint"] for b in extra)])
     return ResultTable(label=scoring.get("run_name") or run_dir.name, rows=rows, protocols=protocols,
                        fingerprints=fingerprints, executions=executions, status=metrics["status"],
                        generation_status=generation.get("status"), seed_policy=generation.get("seed_policy"),
@@ -94,7 +103,8 @@ def load_run(run_dir: Path) -> ResultTable:
                        seeded_recorded=generation.get("seeded"),
                        effective_sampling=generation.get("effective_sampling"),
                        input_fingerprint=metrics.get("input_fingerprint"),
-                       metrics_summary=metrics["metrics"], run_dir=run_dir)
+                       metrics_summary=metrics["metrics"], failure_modes=metrics.get("failure_modes"),
+                       run_dir=run_dir)
 
 
 def spec_shown(spec: str, limit: int = 200) -> str:

@@ -1,7 +1,13 @@
 """``python -m clonebench.standin --listen 127.0.0.1:PORT``: run the stand-in Fish server (test/demo only).
 
 ``python -m clonebench.standin --test-list prompts.tsv --res-dir DIR [--seed N] [--ignore-reference]``: the
-stand-in as a batch inference script instead (``clonebench.standin.batch``), writing ``DIR/<id>.wav``."""
+stand-in as a batch inference script instead (``clonebench.standin.batch``), writing ``DIR/<id>.wav``.
+
+``--behaviours loop=0.25,truncate=0.15,prompt_copy=0.1`` makes the server answer like a failing cloning model for
+those fractions of requests (a valid 200 WAV with bad content: ``loop`` the utterance 3 times, ``truncate`` its
+first 40 %, ``prompt_copy`` the reference audio, ``silence`` 2 s of -70 dBFS noise), picked from a hash of each
+request's text and reference, so the same pair always gets the same behaviour (``clonebench.standin.behaviours``);
+the fault ``{"kind": "behave", "as": "loop"}`` (``--faults`` / ``--sticky-fault``) forces one."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import threading
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
+from clonebench.standin.behaviours import parse_behaviours
 from clonebench.standin.openai_api import BUILDS
 from clonebench.standin.server import StandinServer
 
@@ -31,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tone", action="store_true", help="answer a cheap tone instead of speech (load benchmarks)")
     parser.add_argument("--faults", help="JSON list of faults to queue (see clonebench.standin.faults)")
     parser.add_argument("--sticky-fault", help="JSON fault applied to every request once the queue is empty")
+    parser.add_argument("--behaviours", default="", metavar="NAME=FRACTION,...",
+                        help="failure behaviours by fraction of requests, e.g. loop=0.25,truncate=0.15,prompt_copy=0.1 "
+                             "(names: loop, truncate, prompt_copy, silence; deterministic per text/reference)")
     parser.add_argument("--ignore-seed", action="store_true", help="accept seeds and ignore them (some vLLM-Omni versions)")
     parser.add_argument("--vllm-build", choices=BUILDS, default="after-6553",
                         help="--protocol openai: behave as vLLM-Omni before #5406 (extra_params sampling ignored, "
@@ -52,13 +62,18 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_batch(args.test_list, args.res_dir, args.seed, args.ignore_reference)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s standin %(levelname)s %(message)s")
+    try:
+        behaviours = parse_behaviours(args.behaviours)
+    except ValueError as exc:
+        parser.error(f"--behaviours: {exc}")
     host, _, port = args.listen.rpartition(":")
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     if args.api_key_env and not api_key:
         parser.error(f"--api-key-env {args.api_key_env}: that variable is not set")
     server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
                            serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol,
-                           tone=args.tone, ignore_seed=args.ignore_seed, vllm_build=args.vllm_build)
+                           tone=args.tone, ignore_seed=args.ignore_seed, vllm_build=args.vllm_build,
+                           behaviours=behaviours)
     if args.faults:
         server.faults.add(json.loads(args.faults))
     if args.sticky_fault:

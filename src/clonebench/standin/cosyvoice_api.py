@@ -134,5 +134,5 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
         return stream(handler, b"<html>upstream proxy error</html>")
     if request["too_long"]:  # the speech tokenizer's assert, raised inside the stream
         return stream(handler, b"", cut=True)
-    audio = pcm(handler._synthesize(request, ignore_reference=kind == "ignore_reference"))
+    audio = pcm(handler._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault))
     return stream(handler, audio, cut=kind == "truncate")

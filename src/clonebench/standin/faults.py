@@ -12,6 +12,9 @@ Kinds:
 - hostile answers (``oversized``, ``endless``, ``drip``, ``compressed_bomb``, ``bad_header``, ``ansi``,
   ``echo_headers``): see ``hostile.py``;
 - ``none``: no fault (queue it first to let N requests through, e.g. a reference check's);
+- ``behave``: a valid 200 answer with bad content, as a failing cloning model gives: ``"as"`` is one of
+  ``loop``, ``truncate``, ``prompt_copy``, ``silence`` (see ``behaviours.py``; ``--behaviours`` picks them by
+  fraction instead, deterministically per text/reference pair);
 A fault with ``"times": N`` applies to the next N requests.
 """
 
@@ -20,11 +23,20 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from clonebench.standin.behaviours import check_name as check_behaviour
 from clonebench.standin.hostile import KINDS as HOSTILE_KINDS
 
 KINDS = frozenset({"none", "status", "delay", "reset", "truncate", "not_wav", "nan", "ignore_reference",
                    "wav_truncated_header"}) | HOSTILE_KINDS
 KINDS = KINDS | {"empty"}  # cosyvoice / zonos2: 200 with an empty body (CosyVoice issue #1805)
+KINDS = KINDS | {"behave"}  # a failure behaviour (behaviours.py), named by the fault's "as"
+
+
+def check_fault(fault: dict) -> None:
+    if fault.get("kind") not in KINDS:
+        raise ValueError(f"unknown fault kind {fault.get('kind')!r}; known: {sorted(KINDS)}")
+    if fault["kind"] == "behave":
+        check_behaviour(fault.get("as"))
 
 
 @dataclass
@@ -35,14 +47,15 @@ class FaultPlan:
 
     def add(self, faults: list[dict]) -> None:
         for fault in faults:
-            if fault.get("kind") not in KINDS:
-                raise ValueError(f"unknown fault kind {fault.get('kind')!r}; known: {sorted(KINDS)}")
+            check_fault(fault)
         with self.lock:
             for fault in faults:
                 self.queue.extend([dict(fault)] * int(fault.get("times", 1)))
 
     def set_sticky(self, fault: dict | None) -> None:
         """A fault applied to every request once the queue is empty (e.g. always ignore the reference)."""
+        if fault is not None:
+            check_fault(fault)
         with self.lock:
             self.sticky = fault
 

@@ -132,7 +132,7 @@ def route(handler, method: str, path: str, body: bytes) -> None:
                "references": [{"audio": audio, "text": req.get("prompt_text") or ""}]}
     if handler.server.ignore_seed:
         request["seed"] = None
-    pcm = at_rate(handler._synthesize(request, ignore_reference=kind == "ignore_reference")).tobytes()
+    pcm = at_rate(handler._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault)).tobytes()
     media = req.get("media_type", "wav")
     streaming = req.get("streaming_mode", False) not in (False, 0)
     if not streaming:

@@ -3,7 +3,9 @@
 It is a TEST AND DEMO SERVER, NOT A CLONING MODEL: it speaks the requested text with eSpeak NG in a
 voice whose pitch and rate follow the reference recording (see ``voice.py``). ``/v1/health`` is
 static, as Fish's is. It injects faults on request (``faults.py``) and records the sha256 of every
-request body it receives, so tests can prove that retries resent identical bytes.
+request body it receives, so tests can prove that retries resent identical bytes. With ``behaviours``
+(fractions, or a ``behave`` fault) it answers like a failing cloning model (``behaviours.py``: loop, truncate,
+prompt_copy, silence), applied in ``Handler._synthesize``, through which every protocol's audio passes.
 
 Built on the standard library's ``http.server`` rather than an ASGI framework because the faults
 need the raw socket: resetting a connection after reading a request, or cutting a chunked body short.
@@ -26,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from clonebench.data.audio import InvalidAudio
+from clonebench.standin import behaviours as behaviours_module
 from clonebench.standin import (
     cosyvoice_api,
     gpt_sovits_api,
@@ -65,12 +68,16 @@ class StandinServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], api_key: str | None = None, latency: float = 0.0,
                  serial: bool = True, references_dir: Path | None = None, protocol: str = "fish",
-                 tone: bool = False, ignore_seed: bool = False, vllm_build: str = "after-6553"):
+                 tone: bool = False, ignore_seed: bool = False, vllm_build: str = "after-6553",
+                 behaviours: dict[str, float] | str | None = None):
         if protocol not in PROTOCOL_ROUTES:
             raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOL_ROUTES)}")
         if vllm_build not in openai_api.BUILDS:
             raise ValueError(f"vllm_build {vllm_build!r}: one of {openai_api.BUILDS}")
         self.protocol = protocol
+        # failure behaviours by fraction ({"loop": 0.25} or "loop=0.25,..."), picked per text/reference hash
+        self.behaviours = behaviours_module.parse_behaviours(behaviours) if isinstance(behaviours, str) \
+            else behaviours_module.check_fractions(behaviours)
         self.vllm_build = vllm_build  # the vLLM-Omni build the openai protocol behaves as (openai_api.BUILDS)
         self.tone = tone  # load benchmarks: a cheap tone instead of eSpeak speech
         self.ignore_seed = ignore_seed  # accept `seed` and ignore it, as some vLLM-Omni versions do
@@ -209,8 +216,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.server.faults.add(spec.get("faults", []))
             except ValueError as exc:
                 return self._envelope(400, str(exc))
-            if "sticky" in spec:
-                self.server.faults.set_sticky(spec["sticky"])
+            try:
+                if "sticky" in spec:
+                    self.server.faults.set_sticky(spec["sticky"])
+            except ValueError as exc:
+                return self._envelope(400, str(exc))
             return self._json(200, {"queued": len(self.server.faults.queue)})
         if path == "/_standin/reset" and method == "POST":
             with self.server.received_lock:
@@ -248,7 +258,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "reset":
             return self._reset()
         if kind in hostile.KINDS:
-            return hostile.answer(self, fault, lambda: self._synthesize(request, ignore_reference=False))
+            return hostile.answer(self, fault, lambda: self._synthesize(request, ignore_reference=False, fault=fault))
         if kind == "delay":
             time.sleep(float(fault.get("seconds", 1.0)))
         if kind == "status":
@@ -259,7 +269,7 @@ class Handler(BaseHTTPRequestHandler):
             request = {**request, "seed": None}
         if self.server.protocol == "openai":
             request = {**request, "seed": openai_api.synthesis_seed(request)}
-        audio = self._synthesize(request, ignore_reference=kind == "ignore_reference")
+        audio = self._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault)
         if kind == "nan":
             audio = wavs.nan_wav()
         if kind == "wav_truncated_header":
@@ -291,12 +301,27 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, wavs.pcm_only(audio), "audio/wav", headers, chunked=True)
         self._send(200, audio, "audio/wav", headers, chunked=True)
 
-    def _synthesize(self, request: dict, ignore_reference: bool) -> bytes:
+    def _synthesize(self, request: dict, ignore_reference: bool, fault: dict | None = None) -> bytes:
+        """The answer's audio (a WAV at ``voice.OUTPUT_RATE``) for every protocol, failure behaviour applied."""
         if self.server.protocol == "fish" and request["format"] in ("pcm", "opus"):
             raise HTTPFailure(500, "Failed to generate speech")
         references = request["references"]
         if request.get("reference_id") is not None:
             references = self._stored_references(request["reference_id"])
+        audio = self._synthesize_speech(request, references, ignore_reference)
+        reference_audio = references[0]["audio"] if references else b""
+        reference_audio = reference_audio.encode() if isinstance(reference_audio, str) else bytes(reference_audio)
+        if fault and fault.get("kind") == "behave":
+            behaviour = fault["as"]
+        else:
+            behaviour = behaviours_module.pick(request["text"], hashlib.sha256(reference_audio).hexdigest(),
+                                               self.server.behaviours)
+        if behaviour is None:
+            return audio
+        log.debug("failure behaviour %s for %r", behaviour, request["text"][:40])
+        return behaviours_module.apply(behaviour, audio, reference_audio, request.get("seed"))
+
+    def _synthesize_speech(self, request: dict, references: list[dict], ignore_reference: bool) -> bytes:
         style = dict(voice.DEFAULT_STYLE)
         if references and not ignore_reference and self.server.tone:
             style["pitch"] = int.from_bytes(hashlib.sha256(references[0]["audio"]).digest()[:2], "big") % 100

@@ -155,7 +155,7 @@ def route(handler, method: str, path: str, body: bytes) -> None:
     if kind == "empty":
         return handler._send(200, b"", "audio/pcm" if fmt == "pcm" else "audio/wav")
     request = {"text": req["input"], "seed": None, "format": "wav", "references": refs}  # S2-Pro: no seed read
-    wav = handler._synthesize(request, ignore_reference=kind == "ignore_reference")
+    wav = handler._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault)
     samples, rate = sf.read(io.BytesIO(wav), dtype="int16")
     if rate != RATE:
         raise detail(500, f"stand-in voice at {rate} Hz, not {RATE}")

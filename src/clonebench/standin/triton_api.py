@@ -149,5 +149,5 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
         return handler._send(200, b"<html>upstream proxy error</html>", "application/json")
     synth = {"text": request["text"], "seed": None,  # no seed input: every request differs, as a sampling model does
              "references": [{"audio": reference_wav(request["wav"]), "text": request["reference_text"]}]}
-    wav = handler._synthesize(synth, ignore_reference=kind == "ignore_reference")
+    wav = handler._synthesize(synth, ignore_reference=kind == "ignore_reference", fault=fault)
     return handler._send(200, answer(model, wav, nan=kind == "nan"), "application/json")

@@ -165,5 +165,5 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
         return send(handler, b"<html>upstream proxy error</html>", request["stream"])
     if handler.server.ignore_seed:
         request = {**request, "seed": None}
-    wav = handler._synthesize(request, ignore_reference=kind == "ignore_reference")
+    wav = handler._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault)
     return send(handler, float_pcm(wav, nan=kind == "nan"), request["stream"], cut=kind == "truncate")

@@ -18,6 +18,9 @@ import numpy as np
 
 SCALAR_METRICS = ("sim", "sva", "wer", "cer", "mcd", "dnsmos", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi")
 UPSTREAM_NAMES = {"mos": "speechmos", "emotion_match": "emotion"}  # clonebench metric -> rvcbench metric
+# metrics rvcbench does not have: no upstream aggregate (and no draw from upstream's RNG stream, so the other
+# metrics' upstream intervals stay upstream's whatever else a run asks for)
+CLONEBENCH_ONLY = ("fail",)
 UPSTREAM_METHOD = ("rvcbench 2.2.1 pipeline._export: avg = sum(values) / len(values); CI = bootstrap.py with seed "
                    "null: numpy's global RNG seeded with evaluation.seed {seed}, numpy.random.choice(values, n) "
                    "{resamples} times per metric, metrics in the order of evaluation.metrics, percentile "
@@ -81,6 +84,7 @@ def summarise(rows: list[dict], requested_metrics: list[str], n_requested: int, 
             entry[f"corpus_{metric}_definition"] = f"sum of edits / sum of reference {unit}"
         out[metric] = entry
     method = UPSTREAM_METHOD.format(seed=upstream_seed, resamples=resamples, confidence=confidence)
+    columns = [(m, v) for m, v in columns if m not in CLONEBENCH_ONLY]
     for metric, upstream in upstream_aggregates(columns, resamples, confidence, upstream_seed).items():
         out[metric]["upstream"] = {**upstream, "method": method}
     return out

@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 def task_evaluation(base: EvaluationSettings, suite: Suite, task: Task) -> EvaluationSettings:
     """``base`` with the task's required metrics (clonebench names), the suite's WER normalisation, evaluation seed
-    (Whisper's per-sample seeds, upstream's bootstrap RNG) and bootstrap."""
+    (Whisper's per-sample seeds, upstream's bootstrap RNG) and bootstrap; plus ``fail`` (failure modes, not an
+    rvcbench metric: no upstream aggregate, no draw from upstream's RNG) when ``base.metrics`` asks for it."""
     protocol = suite.evaluation
     if protocol.generated_audio_max_seconds is not None:
         raise ConfigError(f"suite {suite.name}: generated_audio_max_seconds={protocol.generated_audio_max_seconds} "
@@ -26,6 +27,8 @@ def task_evaluation(base: EvaluationSettings, suite: Suite, task: Task) -> Evalu
         raise ConfigError(f"suite {suite.name}: WER normalisation {protocol.wer_normalization!r} is not one clonebench "
                           f"implements ({sorted(NORMALISATIONS)})")
     metrics = tuple(UPSTREAM_METRICS[m] for m in suite.metrics(task))
+    if "fail" in base.metrics and "fail" not in metrics:  # failure modes: clonebench's, asked for in the run's
+        metrics = (*metrics, "fail")                        # evaluation.metrics; added to every task's own
     whisper = {**base.scorer_options["whisper"], "normalisation": protocol.wer_normalization, "seed": protocol.seed}
     if base.scorer_options["whisper"]["normalisation"] != protocol.wer_normalization:
         log.info("suite %s: WER normalisation %s (the suite's), not evaluation.whisper.normalisation=%s", suite.name,

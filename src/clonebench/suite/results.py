@@ -25,6 +25,7 @@ from clonebench.suite.upstream_coverage import coverage, upstream_values
 # rvcbench's column of each of its metrics in a clonebench per-sample CSV row
 CLONEBENCH_COLUMN = UPSTREAM_METRICS
 MAX_SAMPLE_METRICS_BYTES = 512 * 1024 * 1024  # a task's generation_sample_metrics.csv larger than this is refused
+FAILURE_METRIC = "fail"  # clonebench's failure rate: shown per task when the task's run scored it
 _FIX = "restore it (clonebench writes it) or re-run the task"
 
 
@@ -211,6 +212,11 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
         result.groups[column] = {value: {m: _stat([r[m] for r in members if r.get(m) is not None], len(members),
                                                   resamples, confidence, seed) for m in required}
                                  for value, members in sorted(per_value.items())}
+    failure = metrics["metrics"].get(FAILURE_METRIC)
+    if failure and FAILURE_METRIC not in result.metrics and failure.get("mean") is not None:
+        # the failure rate (not an rvcbench metric: never required, nor in coverage or submission.json), when scored
+        result.metrics[FAILURE_METRIC] = MetricStat(failure["mean"], failure.get("ci"),
+                                                    int(failure.get("n_valid") or 0), len(samples))
     return result
 
 

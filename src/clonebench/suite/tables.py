@@ -10,32 +10,40 @@ from __future__ import annotations
 import csv
 import io
 
-from clonebench.report.format import latex_escape
-from clonebench.suite.results import SuiteResults, TaskResult
+from clonebench.report.format import latex_escape, metric_number
+from clonebench.suite.results import FAILURE_METRIC, SuiteResults, TaskResult
 
 METRICS = [("sim", "SIM", True), ("speechmos", "MOS", True), ("wer", "WER", False), ("mcd", "MCD", False),
            ("sva", "SVA", True), ("emotion", "EMC", True), ("stoi", "STOI", True), ("dnsmos", "DNSMOS", True)]
+# the failure rate (percent, one decimal): a column only when some task's run scored it; never a required metric
+FAILURE = (FAILURE_METRIC, "fail%", False)
 ARROW = {True: "↑", False: "↓"}
 
 
 def used_metrics(results: SuiteResults) -> list[tuple[str, str, bool]]:
     wanted = {m for t in results.tasks for m in t.required}
-    return [m for m in METRICS if m[0] in wanted]
+    failures = any(FAILURE_METRIC in t.metrics for t in results.tasks)
+    return [m for m in METRICS if m[0] in wanted] + ([FAILURE] if failures else [])
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+def shows(task: TaskResult, metric: str) -> bool:
+    """The task has a cell for ``metric``: a required metric, or the failure rate its run scored."""
+    return metric in task.required or (metric == FAILURE_METRIC and metric in task.metrics)
+
+
+def _num(value: float | None, digits: int = 3, metric: str = "") -> str:
+    return "–" if value is None else metric_number(metric, value, digits)
 
 
 def cell(task: TaskResult, metric: str, with_ci: bool = True) -> str:
-    if metric not in task.required:
+    if not shows(task, metric):
         return ""
     stat = task.metrics.get(metric)
     if stat is None or stat.mean is None:
         return "–"
-    text = _num(stat.mean)
+    text = _num(stat.mean, metric=metric)
     if with_ci and stat.ci:
-        text += f" [{stat.ci[0]:.3f}, {stat.ci[1]:.3f}]"
+        text += f" [{_num(stat.ci[0], metric=metric)}, {_num(stat.ci[1], metric=metric)}]"
     return text + f" ({stat.n_valid}/{stat.n_requested})"
 
 
@@ -135,19 +143,20 @@ def latex(results: SuiteResults) -> str:
     metrics = used_metrics(results)
     arrows = {True: r"$\uparrow$", False: r"$\downarrow$"}
     lines = [r"\begin{tabular}{ll" + "c" * len(metrics) + "}", r"\toprule",
-             " & ".join(["Task", "Status"] + [f"{label} {arrows[up]}" for _, label, up in metrics]) + r" \\",
+             " & ".join(["Task", "Status"] + [f"{latex_escape(label)} {arrows[up]}" for _, label, up in metrics]) + r" \\",
              r"\midrule"]
     for task in results.tasks:
         cells = []
         for metric, _, _ in metrics:
             stat = task.metrics.get(metric)
-            if metric not in task.required:
+            if not shows(task, metric):
                 cells.append("")
             elif stat is None or stat.mean is None:
                 cells.append("--")
             else:
-                ci = rf"\,{{\scriptsize[{stat.ci[0]:.3f}, {stat.ci[1]:.3f}]}}" if stat.ci else ""
-                cells.append(f"{stat.mean:.3f}{ci}")
+                ci = rf"\,{{\scriptsize[{_num(stat.ci[0], metric=metric)}, {_num(stat.ci[1], metric=metric)}]}}" \
+                    if stat.ci else ""
+                cells.append(f"{_num(stat.mean, metric=metric)}{ci}")
         lines.append(" & ".join([latex_escape(task.name), latex_escape(task.status.replace("_", " "))] + cells) + r" \\")
     # comment lines: every name and reason escaped, so a newline cannot leave the comment
     suite = results.suite
@@ -169,7 +178,7 @@ def csv_text(results: SuiteResults) -> str:
     writer.writeheader()
     changes = {(r["task"], r["metric"]): r for r in change_rows(results)}
     for task in results.tasks:
-        for metric in task.required:
+        for metric in (*task.required, *([FAILURE_METRIC] if shows(task, FAILURE_METRIC) else [])):
             stat = task.metrics.get(metric)
             change = changes.get((task.name, metric), {})
             ci = (stat.ci if stat else None) or [None, None]
@@ -183,7 +192,7 @@ def csv_text(results: SuiteResults) -> str:
                              "paired_delta": change.get("paired_delta"), "paired_delta_ci_low": delta_ci[0],
                              "paired_delta_ci_high": delta_ci[1], "paired_percent": change.get("paired_percent"),
                              "n_pairs": change.get("n_pairs"), "note": task.reason or change.get("note")})
-            for column, values in task.groups.items():
+            for column, values in task.groups.items() if metric in task.required else ():
                 for value, stats in values.items():
                     group = stats[metric]
                     gci = group.ci or [None, None]
@@ -202,7 +211,8 @@ def console_table(results: SuiteResults) -> str:
         values = []
         for metric, _, _ in metrics:
             stat = task.metrics.get(metric)
-            values.append(f"{'' if metric not in task.required else _num(stat.mean if stat else None, 4)}"
+            digits = 1 if metric == FAILURE_METRIC else 4
+            values.append(f"{'' if not shows(task, metric) else _num(stat.mean if stat else None, digits, metric)}"
                           f"{'' if not stat else f' {stat.n_valid}/{stat.n_requested}'}")
         lines.append(f"{task.name:<26} {task.status.replace('_', ' '):<14} " + " ".join(f"{v:>16}" for v in values))
         if task.reason:

@@ -26,6 +26,45 @@ DEFAULT_SEED = 42  # rvcbench's evaluation seed: its suites' evaluation.seed and
 
 
 @dataclass(frozen=True)
+class Heard:
+    """What Whisper made of a clip: the text, and what the failure modes read (clonebench.failures.flags): the
+    decoding's average log-probability and no-speech probability (token-weighted over the segments kept; None
+    when none was), the language Whisper identifies on the clip's first 30 s with its probability, and the
+    probability it gives the pair's language (``""`` / None for an English-only model or a pair without a
+    language). The identification never changes the text: the pair's language is still the one decoded in."""
+
+    text: str
+    logprob: float | None = None
+    no_speech: float | None = None
+    language: str = ""
+    language_prob: float | None = None
+    target_prob: float | None = None
+
+    def values(self) -> dict:
+        # to 3 decimals: a batched decode's scores move in the 6th digit with the batch's other clips (the text
+        # does not), and a clip's values must not depend on its batch (tests/integration/test_metric_purity.py)
+        r = lambda v: None if v is None else round(float(v), 3)  # noqa: E731
+        return {"asr_logprob": r(self.logprob), "asr_no_speech": r(self.no_speech), "asr_language": self.language,
+                "asr_language_prob": r(self.language_prob), "asr_target_prob": r(self.target_prob)}
+
+
+def identified(probabilities: dict[str, float], language: str | None) -> tuple[str, float, float | None]:
+    """(most likely language, its probability, the probability of ``language``) from Whisper's language
+    probabilities (codes without the token brackets)."""
+    top = max(probabilities, key=probabilities.get)
+    target = float(probabilities.get(language, 0.0)) if language else None
+    return top, float(probabilities[top]), target
+
+
+def weighted(segments: list[tuple[float, float, int]]) -> tuple[float | None, float | None]:
+    """Token-weighted means of (avg log-prob, no-speech prob, tokens) per segment; (None, None) without tokens."""
+    total = sum(n for _, _, n in segments)
+    if not total:
+        return None, None
+    return (sum(lp * n for lp, _, n in segments) / total, sum(ns * n for _, ns, n in segments) / total)
+
+
+@dataclass(frozen=True)
 class Decoding:
     name: str
     temperatures: tuple[float, ...]
@@ -96,7 +135,7 @@ class WhisperScorer(Scorer):
     def model_description(self) -> str: ...
 
     @abstractmethod
-    def transcribe_batch(self, items: list[ScoreItem]) -> list[str]: ...
+    def transcribe_batch(self, items: list[ScoreItem]) -> list[Heard]: ...
 
     @abstractmethod
     def weights_sha256(self) -> str: ...
@@ -121,7 +160,8 @@ class WhisperScorer(Scorer):
     def version(self) -> str:
         return (f"{self.model_description()}; {self.decoding().name}: {self.decoding().describe()}; seed "
                 f"{self.seed()} + sample hash per file; language from the pair; jiwer per utterance after "
-                f"{self.options['normalisation']} ({transcript.VERSION}); v2")
+                f"{self.options['normalisation']} ({transcript.VERSION}); with avg log-prob, no-speech prob and "
+                "language identification of the first 30 s; v3")
 
     @classmethod
     def source_files(cls) -> list[Path]:
@@ -129,8 +169,8 @@ class WhisperScorer(Scorer):
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         records = []
-        for item, hypothesis in zip(items, self.transcribe_batch(items)):
-            values = transcript.score_transcript(item.target_text, hypothesis,
+        for item, heard in zip(items, self.transcribe_batch(items)):
+            values = transcript.score_transcript(item.target_text, heard.text,
                                                  whisper_language(item.language) or "", self.options["normalisation"])
-            records.append(ScoreRecord(item.sample_id, values))
+            records.append(ScoreRecord(item.sample_id, {**values, **heard.values()}))
         return records

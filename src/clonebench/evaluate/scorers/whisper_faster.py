@@ -26,7 +26,7 @@ from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import FASTER_WHISPER
 from clonebench.evaluate.sample_seed import seeded
-from clonebench.evaluate.scorers.whisper_common import WhisperScorer, whisper_language
+from clonebench.evaluate.scorers.whisper_common import Heard, WhisperScorer, identified, weighted, whisper_language
 
 
 class FasterWhisperScorer(WhisperScorer):
@@ -103,12 +103,12 @@ class FasterWhisperScorer(WhisperScorer):
                             "compute_type": self.compute_type(), "cpu_threads": torch.get_num_threads()}
         self._model = WhisperModel(**self._model_args)
 
-    def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
+    def transcribe_batch(self, items: list[ScoreItem]) -> list[Heard]:
         from faster_whisper.audio import decode_audio, pad_or_trim
 
         model = self._model
         extractor = model.feature_extractor
-        texts: list[str | None] = [None] * len(items)
+        texts: list[Heard | None] = [None] * len(items)
         windows: dict[str, list[tuple[int, object]]] = {}
         audios = {}
         for index, item in enumerate(items):
@@ -122,26 +122,37 @@ class FasterWhisperScorer(WhisperScorer):
             audios[index] = audio
             windows.setdefault(language, []).append((index, pad_or_trim(features[:, :content_frames])))
         for language, chosen in windows.items():
-            for index, text in zip([i for i, _ in chosen], self._greedy_pass(language, [w for _, w in chosen])):
-                texts[index] = text if text is not None else self._transcribe(audios[index], language, items[index])
-        return [t or "" for t in texts]
+            for index, heard in zip([i for i, _ in chosen], self._greedy_pass(language, [w for _, w in chosen])):
+                texts[index] = heard if heard is not None else self._transcribe(audios[index], language, items[index])
+        return [t or Heard("") for t in texts]
 
-    def _greedy_pass(self, language: str, windows: list) -> list[str | None]:
+    def _identified(self, encoded, language: str) -> list[tuple[str, float | None, float | None]]:
+        """Language identification of each encoded window (CTranslate2's ``detect_language``: one decoder step)."""
+        if not self._model.model.is_multilingual:
+            return [("", None, None)] * encoded.shape[0]
+        return [identified({token[2:-2]: p for token, p in probs}, language)
+                for probs in self._model.model.detect_language(encoded)]
+
+    def _greedy_pass(self, language: str, windows: list) -> list[Heard | None]:
         """The temperature-0 decode of one-window clips, batched: each text as ``transcribe`` would return it, or
         None where ``transcribe`` would go on to the next temperature."""
         from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_compression_ratio, get_suppressed_tokens
+        from faster_whisper.transcribe import (
+            get_compression_ratio,
+            get_suppressed_tokens,
+        )
 
         model, decoding = self._model, self.decoding()
         tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
         prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
+        encoded = self._encode(windows)
         results = model.model.generate(
-            self._encode(windows), [list(prompt) for _ in windows], beam_size=1, patience=1, length_penalty=1,
+            encoded, [list(prompt) for _ in windows], beam_size=1, patience=1, length_penalty=1,
             repetition_penalty=1, no_repeat_ngram_size=0, max_length=model.max_length, return_scores=True,
             return_no_speech_prob=True, suppress_blank=True, suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
             max_initial_timestamp_index=int(round(1.0 / model.time_precision)))
-        texts: list[str | None] = []
-        for result in results:
+        texts: list[Heard | None] = []
+        for result, found in zip(results, self._identified(encoded, language)):
             tokens = result.sequences_ids[0]
             avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
             text = tokenizer.decode(tokens).strip()
@@ -152,11 +163,13 @@ class FasterWhisperScorer(WhisperScorer):
                 and not (silent and low)
             if falls_back and decoding.falls_back:
                 texts.append(None)
-            else:  # generate_segments: skip a silent window unless its log-probability is high enough
-                texts.append("" if silent and not avg_logprob > decoding.logprob_threshold else text)
+            elif silent and not avg_logprob > decoding.logprob_threshold:  # generate_segments skips the window
+                texts.append(Heard("", None, None, *found))
+            else:
+                texts.append(Heard(text, avg_logprob, result.no_speech_prob, *found))
         return texts
 
-    def _transcribe(self, audio, language: str | None, item: ScoreItem) -> str:
+    def _transcribe(self, audio, language: str | None, item: ScoreItem) -> Heard:
         """``WhisperModel.transcribe`` with the protocol's options; a decoding that can sample runs on a fresh copy
         of the model seeded with the sample's seed (see the module docstring)."""
         import copy
@@ -172,8 +185,12 @@ class FasterWhisperScorer(WhisperScorer):
                 model = copy.copy(self._model)
                 ctranslate2.set_random_seed(value)
                 model.model = WhisperModel(**self._model_args).model
-            segments, _ = model.transcribe(audio, **options)
-            return "".join(s.text for s in segments).strip()
+            segments = list(model.transcribe(audio, **options)[0])
+        logprob, no_speech = weighted([(s.avg_logprob, s.no_speech_prob, len(s.tokens)) for s in segments])
+        found: tuple[str, float | None, float | None] = ("", None, None)
+        if self._model.model.is_multilingual:
+            found = identified(dict(self._model.detect_language(audio)[2]), language)
+        return Heard("".join(s.text for s in segments).strip(), logprob, no_speech, *found)
 
     def _encode(self, windows: list):
         """Encoder output for a batch of windows. On a CPU the encoder runs one window at a time and only the

@@ -17,7 +17,7 @@ from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.locks import OPENAI_WHISPER_SHA256
 from clonebench.evaluate.sample_seed import seeded
-from clonebench.evaluate.scorers.whisper_common import WhisperScorer, whisper_language
+from clonebench.evaluate.scorers.whisper_common import Heard, WhisperScorer, identified, weighted, whisper_language
 
 
 def ffmpeg_version() -> str:
@@ -93,14 +93,30 @@ class OpenAIWhisperScorer(WhisperScorer):
                              f"{self.expected_sha256()}; replace the file or fix evaluation.whisper.sha256")
         self._model = whisper.load_model(str(path), device=self.device)
 
-    def transcribe_batch(self, items: list[ScoreItem]) -> list[str]:
+    def transcribe_batch(self, items: list[ScoreItem]) -> list[Heard]:
         options = self.decoding().openai_kwargs()
         fp16 = self.precision() == "float16"
-        texts = []
+        heard = []
         for item in items:
             language = whisper_language(item.language)
             extra = {"language": language} if language else {}
             with seeded(self.sample_seed(item), self.device):
                 result = self._model.transcribe(str(item.generated_path), fp16=fp16, **options, **extra)
-            texts.append(result["text"].strip())
-        return texts
+            logprob, no_speech = weighted([(s["avg_logprob"], s["no_speech_prob"], len(s["tokens"]))
+                                           for s in result.get("segments", [])])
+            heard.append(Heard(result["text"].strip(), logprob, no_speech, *self._identify(item)))
+        return heard
+
+    def _identify(self, item: ScoreItem) -> tuple[str, float | None, float | None]:
+        """Whisper's language identification on the clip's first 30 s (after the transcription: it draws nothing
+        from the seeded RNGs, so the transcript is upstream's whatever it says)."""
+        import torch
+        import whisper
+
+        if not self._model.is_multilingual:
+            return "", None, None
+        audio = whisper.pad_or_trim(whisper.load_audio(str(item.generated_path)))
+        mel = whisper.log_mel_spectrogram(audio, self._model.dims.n_mels).to(self._model.device)
+        with torch.inference_mode():
+            _, probs = self._model.detect_language(mel)
+        return identified(probs, whisper_language(item.language))

@@ -1,4 +1,5 @@
-// Sorting, speaker filter and "worst first" shortcuts of the per-sample table. No network, no libraries.
+// Sorting, speaker and failure filters and "worst first" shortcuts of the per-sample table. No network, no
+// libraries. With failure verdicts (config.failures), rows start worst first: failed rows, then by number of flags.
 (function () {
   "use strict";
   var config = JSON.parse(document.getElementById("report-config").textContent);
@@ -54,16 +55,40 @@
   shortcut("worst-sim", config.sim, true);
   shortcut("worst-wer", config.wer, false);
 
+  // failed rows first, then by number of flags (over every run); ties keep their order (a stable sort)
+  function worstFailuresFirst() {
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      return (parseFloat(b.getAttribute("data-worst")) || 0) - (parseFloat(a.getAttribute("data-worst")) || 0);
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    headers.forEach(function (h) { h.classList.remove("asc", "desc"); });
+  }
+
+  var failureFilter = document.getElementById("failure-filter");
+
+  function failureShown(row) {
+    var wanted = failureFilter ? failureFilter.value : "";
+    if (!wanted) { return true; }
+    if (wanted === "*") { return row.getAttribute("data-failed") === "1"; }
+    return (row.getAttribute("data-flags") || "").split(" ").indexOf(wanted) >= 0;
+  }
+
   function filter() {
     var speaker = document.getElementById("speaker").value;
     var count = 0;
     Array.prototype.forEach.call(body.rows, function (row) {
-      var visible = !speaker || row.getAttribute("data-speaker") === speaker;
+      var visible = (!speaker || row.getAttribute("data-speaker") === speaker) && failureShown(row);
       row.hidden = !visible;
       if (visible) { count++; }
     });
     shown.textContent = count + " of " + body.rows.length + " samples";
   }
   document.getElementById("speaker").addEventListener("change", filter);
+  if (failureFilter) { failureFilter.addEventListener("change", filter); }
+  if (config.failures && config.failures.length) {
+    document.getElementById("worst-fail").addEventListener("click", worstFailuresFirst);
+    worstFailuresFirst();
+  }
   filter();
 }());

@@ -1,0 +1,148 @@
+"""What the failure scorer measures on the audio, without any ASR: speech (VAD), the spoken span against the
+duration the text needs at the prompt speaker's rate, repeated audio, clipping, and likeness to the prompt.
+
+The numbers only; ``flags.py`` turns them into flags. Every measure is a function of the clip, the prompt clip,
+the two texts and their languages.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+
+from clonebench.failures import copy
+from clonebench.failures.thresholds import DEFAULT, Thresholds
+from clonebench.failures.vad import RATE, Speech
+
+# Characters (letters and digits) per second of read speech, for a target whose language differs from its prompt's
+# or a prompt without a transcript: typical audiobook rates (LibriTTS, AISHELL/Seed-TTS, CommonVoice reads).
+DEFAULT_RATES = {"en": 14.0, "fr": 13.5, "de": 13.0, "es": 14.0, "it": 13.5, "pt": 13.5, "nl": 13.0, "ru": 12.0,
+                 "pl": 12.0, "zh": 4.5, "ja": 7.5, "ko": 6.5}
+FRAME_HOP = 320        # 20 ms at 16 kHz: the self-similarity's frame rate
+N_MELS = 40
+SMOOTH_FRAMES = 5      # 100 ms moving average of each diagonal of the self-similarity
+MIN_LAG_S = 0.3        # repeats closer than this are one sound, not a repeated phrase
+MAX_LAG_S = 20.0       # a loop repeats its phrase within this lag
+FULL_SCALE = 0.999
+
+
+def spoken_characters(text: str) -> int:
+    """Letters and digits: what takes time to say (spaces and punctuation do not)."""
+    return sum(1 for ch in text if unicodedata.category(ch)[0] in "LN")
+
+
+def base_language(language: str | None) -> str:
+    return str(language or "").strip().lower().split("-")[0].split("_")[0]
+
+
+@dataclass(frozen=True)
+class Expected:
+    seconds: float | None      # None: no rate known for the language
+    source: str                # "prompt" (its transcript and speech) or "language default" or "none"
+
+
+def expected_duration(target_text: str, language: str, prompt_text: str, prompt_language: str,
+                      prompt_speech: Speech | None) -> Expected:
+    """Seconds of speech ``target_text`` needs: at the prompt speaker's characters per second when the prompt is in
+    the target's language and has a transcript and speech, else at the language's typical rate."""
+    chars = spoken_characters(target_text)
+    same = base_language(prompt_language or language) == base_language(language)
+    prompt_chars = spoken_characters(prompt_text or "")
+    if same and prompt_chars and prompt_speech is not None and prompt_speech.span_s > 0.5:
+        return Expected(chars / (prompt_chars / prompt_speech.span_s), "prompt")
+    rate = DEFAULT_RATES.get(base_language(language))
+    return Expected(chars / rate, "language default") if rate else Expected(None, "none")
+
+
+def clipped_share(samples: np.ndarray) -> float:
+    """Share of samples (every channel) at full scale."""
+    return float(np.mean(np.abs(samples) >= FULL_SCALE)) if samples.size else 0.0
+
+
+def _log_mel(mono_16k: np.ndarray) -> np.ndarray:
+    import librosa
+
+    mel = librosa.feature.melspectrogram(y=mono_16k.astype(np.float32), sr=RATE, n_fft=640, hop_length=FRAME_HOP,
+                                         n_mels=N_MELS, center=True)
+    frames = np.log(mel + 1e-6).T.astype(np.float64)
+    frames -= frames.mean(axis=0)
+    norms = np.linalg.norm(frames, axis=1, keepdims=True)
+    return frames / np.maximum(norms, 1e-9)
+
+
+def _longest_run(mask: np.ndarray) -> int:
+    if not mask.any():
+        return 0
+    edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
+    return int(np.max(np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)))
+
+
+def repeated_seconds(mono_16k: np.ndarray, speech: Speech, similarity: float) -> float:
+    """The longest stretch of speech that recurs later in the clip: for each lag between 0.3 s and 20 s, the
+    longest run of frames whose log-mel frame (mean-normalised, 100 ms smoothed cosine) matches the frame one lag
+    later at ``similarity`` or more, both frames inside detected speech."""
+    if not speech.segments:
+        return 0.0
+    frames = _log_mel(mono_16k)
+    n = len(frames)
+    times = np.arange(n) * FRAME_HOP / RATE
+    voiced = np.zeros(n, dtype=bool)
+    for start, end in speech.segments:
+        voiced |= (times >= start) & (times < end)
+    kernel = np.ones(SMOOTH_FRAMES) / SMOOTH_FRAMES
+    best = 0
+    for lag in range(int(MIN_LAG_S * RATE / FRAME_HOP), min(n, int(MAX_LAG_S * RATE / FRAME_HOP) + 1)):
+        sims = np.einsum("ij,ij->i", frames[:-lag], frames[lag:])
+        if len(sims) >= SMOOTH_FRAMES:
+            sims = np.convolve(sims, kernel, mode="same")
+        best = max(best, _longest_run((sims >= similarity) & voiced[:-lag] & voiced[lag:]))
+    return best * FRAME_HOP / RATE
+
+
+@dataclass(frozen=True)
+class AudioMeasures:
+    duration_s: float
+    speech_s: float
+    speech_ratio: float
+    lead_s: float
+    trail_s: float
+    span_s: float
+    expected_s: float | None
+    expected_from: str
+    repeat_s: float
+    clipped_share: float
+    prompt_correlation: float | None   # None: no prompt to compare with
+
+    def values(self) -> dict:
+        return {"fm_duration_s": self.duration_s, "fm_speech_s": self.speech_s, "fm_speech_ratio": self.speech_ratio,
+                "fm_lead_s": self.lead_s, "fm_trail_s": self.trail_s, "fm_span_s": self.span_s,
+                "fm_expected_s": self.expected_s, "fm_expected_from": self.expected_from,
+                "fm_repeat_s": self.repeat_s, "fm_clipped_share": self.clipped_share,
+                "fm_prompt_corr": self.prompt_correlation}
+
+
+def prompt_likeness(samples: np.ndarray, rate: int, prompt: tuple[np.ndarray, int] | None,
+                    thresholds: Thresholds = DEFAULT) -> float | None:
+    """Correlation with the prompt (``copy.copy_correlation``) when the durations agree within the tolerance,
+    else 0.0 (a clip of another length is not a copy); None without a prompt."""
+    if prompt is None:
+        return None
+    prompt_samples, prompt_rate = prompt
+    seconds, prompt_seconds = len(samples) / rate, len(prompt_samples) / prompt_rate
+    if prompt_seconds <= 0 or abs(seconds - prompt_seconds) > thresholds.copy_duration_tolerance * prompt_seconds:
+        return 0.0
+    return round(copy.copy_correlation(samples, rate, prompt_samples, prompt_rate), 6)
+
+
+def measure(samples: np.ndarray, rate: int, speech: Speech, mono_16k: np.ndarray, expected: Expected,
+            prompt: tuple[np.ndarray, int] | None, thresholds: Thresholds = DEFAULT) -> AudioMeasures:
+    """Every audio measure of one clip (``samples`` at ``rate``; ``speech`` from its 16 kHz mono ``mono_16k``)."""
+    r = lambda value: round(float(value), 6)  # noqa: E731  (stable JSON)
+    return AudioMeasures(
+        duration_s=r(len(samples) / rate), speech_s=r(speech.speech_s), speech_ratio=r(speech.ratio),
+        lead_s=r(speech.lead_s), trail_s=r(speech.trail_s), span_s=r(speech.span_s),
+        expected_s=None if expected.seconds is None else r(expected.seconds), expected_from=expected.source,
+        repeat_s=r(repeated_seconds(mono_16k, speech, thresholds.repeat_similarity)),
+        clipped_share=r(clipped_share(samples)), prompt_correlation=prompt_likeness(samples, rate, prompt, thresholds))

@@ -1,0 +1,75 @@
+"""The failure flags, their thresholds and the reasons for them: one versioned protocol.
+
+Every number here decides a flag, so all of them are in ``protocol()`` and hence in the failure scorer's
+fingerprint: a changed threshold is a new protocol, never mixed with cached records of the old one. How each one
+was chosen is in docs/failure-modes.md (measured on the crafted cases of tests/crafted_failures.py, the demo's
+clips and the LibriVox clips of pocketsphinx-testdata).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+VERSION = "failure_modes_v1"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    silent_speech_s: float = 0.3        # less detected speech than this (seconds): silent
+    mostly_silent_ratio: float = 0.4    # speech share of the clip below this: mostly_silent
+    edge_silence_s: float = 2.0         # leading or trailing non-speech longer than this: mostly_silent
+    truncated_ratio: float = 0.6        # spoken span / expected duration below this: truncated
+    overlong_ratio: float = 1.8         # spoken span / expected duration above this: overlong
+    min_expected_s: float = 1.0         # duration checks only for texts expected to last at least this long
+    repeat_s: float = 1.2               # the same audio (self-similarity) repeated over this long: looping
+    repeat_similarity: float = 0.9      # cosine similarity of smoothed log-mel frames that counts as "the same"
+    ngram: int = 3                      # words (characters for Chinese/Japanese: 2 x ngram) per repeated n-gram
+    repeat_excess: float = 0.5          # repeated n-grams beyond the text's own, per n-gram of the text: looping
+    min_repeats: int = 2                # and at least this many extra repeats
+    babble_error: float = 0.5           # WER (CER for character languages) at or above this ...
+    babble_logprob: float = -1.4        # ... with Whisper's average log-probability at or below this
+    babble_no_speech: float = 0.45      # ... or its no-speech probability at or above this: babble
+    target_language_probability: float = 0.1  # Whisper gives the task's language at most this: wrong_language
+    clipped_share: float = 0.001        # share of samples at full scale (|x| >= 0.999) at or above this: clipping
+    copy_correlation: float = 0.95      # waveform correlation with the prompt (16 kHz, lag <= 0.2 s): prompt_copy
+    copy_duration_tolerance: float = 0.05  # and durations within 5 %
+
+
+DEFAULT = Thresholds()
+
+# flag -> (what it means, what it is measured by): shown on hover in the HTML report and in docs/failure-modes.md
+FLAGS: dict[str, tuple[str, str]] = {
+    "silent": ("no speech in the clip (digital silence, noise or a tone)",
+               "speech detected by Silero VAD shorter than {silent_speech_s:g} s"),
+    "mostly_silent": ("the clip is mostly not speech, or has long silence before or after it",
+                      "speech share < {mostly_silent_ratio:g}, or leading/trailing non-speech > {edge_silence_s:g} s"),
+    "truncated": ("the clip stops before the text is said",
+                  "spoken span < {truncated_ratio:g} x the duration expected from the text at the prompt's rate"),
+    "overlong": ("the clip goes on far longer than the text needs",
+                 "spoken span > {overlong_ratio:g} x the duration expected from the text at the prompt's rate"),
+    "looping": ("a phrase is repeated (the model loops)",
+                "the same audio repeated over >= {repeat_s:g} s (log-mel self-similarity >= {repeat_similarity:g}),"
+                " or repeated {ngram}-grams in the transcript beyond the text's own >= {repeat_excess:g} per n-gram"),
+    "babble": ("speech-like sound that does not say the text",
+               "WER (CER) >= {babble_error:g} with Whisper's average log-probability <= {babble_logprob:g} or "
+               "no-speech probability >= {babble_no_speech:g}"),
+    "wrong_language": ("the text is spoken in another language",
+                       "Whisper's language identification names another language and gives the text's own "
+                       "language a probability <= {target_language_probability:g}"),
+    "clipping": ("the waveform is clipped", "share of samples at full scale >= {clipped_share:g}"),
+    "prompt_copy": ("the clip is the reference prompt itself (or a processed copy), not a clone",
+                    "waveform correlation with the prompt >= {copy_correlation:g} at 16 kHz, durations within "
+                    "{copy_duration_tolerance:.0%}"),
+}
+ASR_FLAGS = ("babble", "wrong_language")   # need the Whisper values; looping uses them when present
+
+
+def describe(flag: str, thresholds: Thresholds = DEFAULT) -> str:
+    """``meaning: rule`` of ``flag`` with the thresholds filled in (the HTML report's hover text)."""
+    meaning, rule = FLAGS[flag]
+    return f"{flag}: {meaning} ({rule.format(**dataclasses.asdict(thresholds))})"
+
+
+def protocol(thresholds: Thresholds = DEFAULT) -> dict:
+    return {"version": VERSION, "flags": list(FLAGS), "thresholds": dataclasses.asdict(thresholds)}
