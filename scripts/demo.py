@@ -6,7 +6,7 @@
 3. runs ``python run_vc.py --config-name demo`` against it, then stops the server;
 4. writes the HTML report of the scored run (``clonebench report RUN --format html --with-paper``) into
    ``RUN/report/`` and prints the path of its ``index.html``.
-``--results DIR`` (first) puts data and runs under DIR instead of results/. ``--failing`` makes the stand-in
+``--results DIR`` puts data and runs under DIR instead of results/. ``--failing`` makes the stand-in
 behave like a failing cloning model (``--behaviours`` of ``python -m clonebench.standin``: a quarter of the pairs
 loop their sentence, a quarter stop short, a quarter return the prompt itself; chosen by a hash of each pair) and
 names the run ``demo_failing``: its table and report show the failure rates (docs/failure-modes.md). Further
@@ -31,8 +31,9 @@ from clonebench.standin.process import start_process  # noqa: E402
 
 def main(argv: list[str]) -> int:
     results = REPO / "results"
-    if argv[:1] == ["--results"]:
-        results, argv = Path(argv[1]).resolve(), argv[2:]
+    if "--results" in argv:
+        at = argv.index("--results")
+        results, argv = Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2:]
     failing = "--failing" in argv
     argv = [a for a in argv if a != "--failing"]
     if failing and not any(a.startswith("run_name=") for a in argv):

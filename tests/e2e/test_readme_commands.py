@@ -105,6 +105,13 @@ SKIPPED = {
     "uv run python -m zonos2": "the real Zonos 2 server: needs a ZONOS2 checkout, its model and an NVIDIA GPU; its "
         "protocol runs against the stand-in in tests/integration/test_zonos2_protocol.py",
     "clonebench doctor --eval": "checks this machine's CUDA and hub assets; covered by its own tests",
+    "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots dataset.manifest_filename=/data/seedtts":
+        "needs the Seed-TTS-eval test set and the real checkpoints; the same run on a synthetic benchmark in its layout "
+        "with tiny random checkpoints is tests/e2e/test_seedtts_benchmark.py",
+    "clonebench score --manifest /data/seedtts_testset": "needs the test set and the real checkpoints; covered on a "
+        "synthetic benchmark by tests/e2e/test_seedtts_benchmark.py",
+    "clonebench seedtts results/": "placeholder runs; covered by tests/e2e/test_seedtts_benchmark.py (with and "
+        "without --with-published)",
 }
 GENERATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots run_name=fish_s2_http_libritts16"
 EVALUATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots ...same dataset overrides..."

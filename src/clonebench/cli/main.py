@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "prompts": ("clonebench.cli.prompts_cmd", "export references and texts for a model that is not a server"),
     "score": ("clonebench.cli.score_cmd", "score folders of WAVs made outside clonebench (one per model)"),
     "suite": ("clonebench.cli.suite_cmd", "summary and submission.json of a suite run, derived from its task runs"),
+    "seedtts": ("clonebench.cli.seedtts_cmd", "Seed-TTS-eval WER (%) and SIM per test set, with CIs and coverage"),
 }
 
 

@@ -21,6 +21,7 @@ from clonebench.data.audio import InvalidAudio, validate_input_audio
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.identity import SEED_MAX, sample_id, sample_seed
 from clonebench.data.ids import ID_FIELDS, id_problem
+from clonebench.data.seedtts import is_meta_list, meta_rows
 
 REQUIRED_TEXT = ("dataset_name", "split", "pair_id", "speaker_id", "prompt_file_name", "target_file_name",
                  "prompt_text", "target_text", "prompt_language", "target_language")
@@ -56,10 +57,13 @@ def _decoded(path: Path) -> str:
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Raw rows of a manifest file. JSON: a list of objects, or an object with a "pairs" list."""
+    """Raw rows of a manifest file. JSON: a list of objects, or an object with a "pairs" list; CSV; a Seed-TTS-eval
+    meta list (``.lst``)."""
     if not os.path.lexists(path):
         raise ManifestError(str(path), [f"manifest file not found: {path} (check dataset.manifest_filename)"])
     text = _decoded(path)
+    if is_meta_list(path):  # a Seed-TTS-eval meta list (data/seedtts.py)
+        return meta_rows(text, path)
     if path.suffix.lower() == ".csv":
         try:
             return [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]

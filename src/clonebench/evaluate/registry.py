@@ -14,13 +14,20 @@ SCORERS: dict[str, str] = {
     "utmos": "clonebench.evaluate.scorers.utmos:UTMOSScorer",
     "emotion": "clonebench.evaluate.scorers.emotion:EmotionScorer",
     "failures": "clonebench.evaluate.scorers.failures:FailureScorer",
+    "seedtts_sim": "clonebench.evaluate.scorers.seedtts_sim:SeedTTSSimScorer",
+    "seedtts_whisper": "clonebench.evaluate.scorers.seedtts_whisper:SeedTTSWhisperScorer",
+    "seedtts_paraformer": "clonebench.evaluate.scorers.seedtts_paraformer:SeedTTSParaformerScorer",
 }
 METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "cer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
-                 "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion", "fail": "failures"}
+                 "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion", "fail": "failures",
+                 "seed_sim": "seedtts_sim",
+                 # Seed-TTS-eval WER: one metric per language, as the benchmark (its own ASR per test set)
+                 "seed_wer_en": "seedtts_whisper", "seed_wer_zh": "seedtts_paraformer"}
 # a metric whose verdict also reads another group's values: ``fail`` (failure modes) reads Whisper's transcript,
 # confidence and language identification, so asking for it scores the Whisper group too
 ALSO_NEEDS = {"fail": ("whisper",)}
-PROMPT_GROUPS = frozenset({"failures"})  # groups whose scorer reads the pair's prompt (part of the cache key)
+# groups whose scorer reads the pair's prompt (part of the cache key)
+PROMPT_GROUPS = frozenset({"failures", "seedtts_sim"})
 WER_BACKENDS = ("openai_whisper", "faster_whisper")
 
 
@@ -45,4 +52,13 @@ UNVERIFIED: dict[str, str] = {
              "(only the loading, locking and scoring plumbing, with a tiny stand-in model)",
     "emotion": "SpeechBrain IEMOCAP emotion scorer unverified: its real weights were never run by this harness's "
                "tests (only the loading, locking and scoring plumbing, with a tiny stand-in model)",
+    "seedtts_sim": "Seed-TTS-eval WavLM-Large ECAPA-TDNN SIM unverified: the published checkpoint was never run by this "
+                   "harness's tests (only the model code, loading and scoring path, equal to the benchmark's "
+                   "UniSpeech code on a tiny random checkpoint: bench/seedtts_sim_parity.py)",
+    "seedtts_whisper": "Seed-TTS-eval Whisper large-v3 WER unverified: the real weights were never run by this harness's "
+                       "tests (only the loading, locking and scoring path, equal to the benchmark's run_wer.py on a "
+                       "tiny random checkpoint: bench/seedtts_parity.py)",
+    "seedtts_paraformer": "Seed-TTS-eval Paraformer-zh WER unverified: the real weights were never run by this harness's "
+                          "tests (only the loading, locking and scoring path, equal to the benchmark's run_wer.py on a "
+                          "tiny random checkpoint: bench/seedtts_parity.py)",
 }

@@ -82,6 +82,13 @@ def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> Evalua
                     "allow_hub": reader.bool("evaluation.emotion.allow_hub")},
         "stoi": {},
         "failures": {},  # a fixed protocol (failures/thresholds.py): no option changes its flags
+        "seedtts_sim": {"verifier_checkpoint": reader.path("evaluation.seedtts.verifier_checkpoint", None),
+                        "sha256": reader.str("evaluation.seedtts.sha256", None, allow_none=True)},
+        "seedtts_whisper": {"local_path": reader.path("evaluation.seedtts.whisper_local_path", None),
+                            "sha256": reader.str("evaluation.seedtts.whisper_sha256", None, allow_none=True),
+                            "allow_hub": reader.bool("evaluation.seedtts.whisper_allow_hub")},
+        "seedtts_paraformer": {"local_path": reader.path("evaluation.seedtts.paraformer_local_path", None),
+                               "sha256": reader.str("evaluation.seedtts.paraformer_sha256", None, allow_none=True)},
     }
     # read both (an `or` would skip reading evaluation.device when +vc.evaluation.device is given, and the
     # unread-key check would then refuse the documented commands)

@@ -29,6 +29,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "fm_speech_ratio": (0.0, 1.0),
     "fm_clipped_share": (0.0, 1.0),
     "fm_prompt_corr": (0.0, 1.0 + COSINE_SLACK),
+    "seed_sim": (-1.0 - COSINE_SLACK, 1.0 + COSINE_SLACK),
+    **{f"seed_wer_{lang}{part}": (0.0, math.inf) for lang in ("en", "zh") for part in ("", "_sub", "_del", "_ins")},
     "asr_no_speech": (0.0, 1.0),
     "asr_language_prob": (0.0, 1.0),
     "asr_target_prob": (0.0, 1.0),
@@ -57,6 +59,10 @@ RECORD_VALUES: dict[str, dict[str, str]] = {
                  "fm_lead_s": NUMBER, "fm_trail_s": NUMBER, "fm_span_s": NUMBER, "fm_expected_s": MAYBE_NUMBER,
                  "fm_expected_from": TEXT, "fm_repeat_s": NUMBER, "fm_clipped_share": NUMBER,
                  "fm_prompt_corr": MAYBE_NUMBER},
+    "seedtts_sim": {"seed_sim": NUMBER},
+    **{f"seedtts_{asr}": {f"seed_wer_{lang}": NUMBER, f"seed_wer_{lang}_sub": NUMBER, f"seed_wer_{lang}_del": NUMBER,
+                          f"seed_wer_{lang}_ins": NUMBER, f"seed_hypothesis_{lang}": TEXT}
+       for asr, lang in (("whisper", "en"), ("paraformer", "zh"))},
 }
 
 

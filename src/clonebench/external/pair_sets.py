@@ -22,6 +22,7 @@ from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.core.records import Sample
 from clonebench.data.manifest import Selection, build_samples
+from clonebench.data.seedtts import is_meta_list
 from clonebench.suite.definition import Suite
 
 ID_SEPARATOR = "__"
@@ -126,6 +127,14 @@ def from_suite(suite: Suite, name_or_path: str, data_root: Path, seed: int | Non
 
 
 def manifest_origin(manifest: Path, root: Path | None, selection: Selection) -> dict:
-    return {"kind": "manifest", "manifest": str(Path(manifest).resolve()), "manifest_sha256": sha256_file(manifest),
-            "root": str(Path(root).resolve()) if root is not None else None,
-            "manifest_variant": selection.manifest_variant, "speaker_id": selection.speaker_id}
+    origin = {"kind": "manifest", "manifest": str(Path(manifest).resolve()), "manifest_sha256": sha256_file(manifest),
+              "root": str(Path(root).resolve()) if root is not None else None,
+              "manifest_variant": selection.manifest_variant, "speaker_id": selection.speaker_id}
+    if is_meta_list(Path(manifest)):  # a Seed-TTS-eval list: its scripts name each output <utt>.wav
+        origin["format"] = "seedtts_meta_list"
+    return origin
+
+
+def bare_names(pair_set: PairSet) -> bool:
+    """Whether a submitted folder may name a pair's file ``<pair_id>.wav`` (a Seed-TTS-eval list's convention)."""
+    return (pair_set.origin or {}).get("format") == "seedtts_meta_list"

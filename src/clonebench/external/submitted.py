@@ -38,7 +38,7 @@ from clonebench.data.audio import (HEADER_BYTES, EmptyAudio, InvalidAudio, NonFi
                                    wav_header_duration)
 from clonebench.evaluate.settings import MAX_CLIP_SECONDS
 from clonebench.external.leak import Targets
-from clonebench.external.pair_sets import ID_SEPARATOR, PairSet
+from clonebench.external.pair_sets import ID_SEPARATOR, PairSet, bare_names
 
 KINDS = ("missing", "wrong_id", "ambiguous", "unreadable", "too_long", "empty", "non_finite", "leak")
 MAX_BYTES = 2 * 1024 ** 3  # larger than any speech clip a scorer reads: refused unread
@@ -249,6 +249,8 @@ def check_folder(folder: Path, pair_set: PairSet,
     for sample in pair_set.samples:
         oid = pair_set.output_id(sample)
         names = [f"{oid}.wav", f"{pair_set.task}/{sample.pair_id}.wav"]
+        if bare_names(pair_set):  # Seed-TTS-eval's scripts write (and read) <utt>.wav
+            names.append(f"{sample.pair_id}.wav")
         # lexists, not the listing: a directory, or a link to one, named <id>.wav is this id's (bad) file, not
         # "missing"; any link is the id's and is then confined to the folder when opened
         hits = [n for n in names if n in present or os.path.lexists(folder / n)]

@@ -14,7 +14,8 @@ from clonebench.core.redact import shown
 from clonebench.report.format import is_percent, latex_escape, metric_number
 
 LABELS = {"sim": "SIM", "sva": "SVA", "wer": "WER", "mcd": "MCD", "dnsmos": "DNSMOS", "stoi": "STOI", "mos": "MOS",
-          "emotion_match": "Emo", "fail": "fail%"}
+          "emotion_match": "Emo", "fail": "fail%", "seed_wer_en": "Seed WER-en%", "seed_wer_zh": "Seed WER-zh%",
+          "seed_sim": "Seed SIM-o"}
 PERCENT_NOTE = ("fail%: the share of pairs with a failure flag, in percent; its Δ and CI in percentage points "
                 "(the CSV and JSON keep rates as fractions)")
 CSV_FIELDS = ["metric", "kind", "system", "a", "b", "runs", "n", "speakers", "mean", "ci_low", "ci_high", "delta",

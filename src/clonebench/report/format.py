@@ -15,8 +15,11 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
 _SPECIAL = re.compile(r"[\\&%$#_{}~^<>|]|[\x00-\x1f\x7f]")
 
 
-PERCENT_METRICS = frozenset({"fail"})  # rates (0..1): every table shows them x100 with one decimal, as "fail%"
-PERCENT_LABELS = {"fail": "fail%"}
+# rates (0..1) every table shows x100: the failure rate with one decimal ("fail%"), Seed-TTS-eval's WER with two
+# (as papers print it)
+PERCENT_DIGITS = {"fail": 1, "seed_wer_en": 2, "seed_wer_zh": 2}
+PERCENT_METRICS = frozenset(PERCENT_DIGITS)
+PERCENT_LABELS = {"fail": "fail%", "seed_wer_en": "Seed WER-en%", "seed_wer_zh": "Seed WER-zh%"}
 
 
 def is_percent(metric: str) -> bool:
@@ -32,7 +35,7 @@ def metric_number(metric: str, value, digits: int = 3, sign: bool = False) -> st
     """``value`` of ``metric`` as a table shows it: a rate x100 with one decimal (``12.5``), any other metric with
     ``digits`` decimals; ``sign`` for differences (a rate's difference is in percentage points)."""
     if is_percent(metric):
-        value, digits = value * 100, 1
+        value, digits = value * 100, PERCENT_DIGITS[metric]
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 

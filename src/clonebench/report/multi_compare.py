@@ -31,9 +31,12 @@ from clonebench.stats.holm import holm
 
 # "fail": the failure rate (per pair 1.0 when a failure flag is raised, else 0.0; failures/), compared paired like
 # every other metric, when every run scored it
-CANDIDATES = ("sim", "sva", "wer", "mcd", "dnsmos", "stoi", "mos", "emotion_match", "fail")
+# seed_*: Seed-TTS-eval's own protocol (docs/seed-tts-eval.md), compared only with the same metric of other runs:
+# a metric is compared when every run has it, so its numbers never meet RVCBench's sim/wer
+CANDIDATES = ("sim", "sva", "wer", "mcd", "dnsmos", "stoi", "mos", "emotion_match", "fail", "seed_wer_en",
+              "seed_wer_zh", "seed_sim")
 HIGHER_IS_BETTER = {"sim": True, "sva": True, "wer": False, "mcd": False, "dnsmos": True, "stoi": True, "mos": True,
-                    "emotion_match": True, "fail": False}
+                    "emotion_match": True, "fail": False, "seed_wer_en": False, "seed_wer_zh": False, "seed_sim": True}
 ALPHA = 0.05
 FEW_SPEAKERS = 10  # below this the cluster bootstrap is conservative and its intervals unstable (simulated)
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from clonebench.core.paths import REPRODUCTION_DIR
-from clonebench.report.format import latex_escape, metric_number
+from clonebench.report.format import is_percent, latex_escape, metric_number
 from clonebench.report.tables import UNSEEDED_NOTE, ResultTable
 
 COLUMNS = [("sim", "SIM↑", True), ("wer", "WER↓", False), ("mos", "MOS↑", True), ("mcd", "MCD↓", False),
@@ -24,7 +24,11 @@ HUMAN_COLUMNS = [("human_mos", "MOS (human)↑", True), ("human_smos", "SMOS (hu
 # the failure rate (share of utterances with a failure flag, failures/): shown as a percentage, after the paper's
 # columns, only when some row has it (a run scored without ``fail`` shows no such column)
 FAILURE_COLUMN = ("fail", "fail%↓", False)
-OPTIONAL_COLUMNS = [FAILURE_COLUMN]
+# Seed-TTS-eval's own protocol (docs/seed-tts-eval.md), beside RVCBench's when a run has it: WER in %, SIM with the
+# prompt from WavLM-large (not comparable with the ECAPA SIM column)
+SEEDTTS_COLUMNS = [("seed_wer_en", "Seed WER-en%↓", False), ("seed_wer_zh", "Seed WER-zh%↓", False),
+                   ("seed_sim", "Seed SIM-o↑", True)]
+OPTIONAL_COLUMNS = [FAILURE_COLUMN, *SEEDTTS_COLUMNS]
 PUBLISHED_SOURCES = ("paper",)
 PUBLISHED_LABEL = "published (other data)"  # the heading of the published rows' block; never bold
 BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; (published) rows are the paper's "
@@ -57,8 +61,8 @@ def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
             if isinstance(entry, dict) and entry.get("mean") is not None:
                 row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
                                      "n_requested": entry["n_requested"]}
-                if key == FAILURE_COLUMN[0]:
-                    row["cells"][key]["percent"] = True
+                if is_percent(key):
+                    row["cells"][key]["percent"] = key
                 reason = unverified_reason(key)
                 if reason:
                     row["cells"][key]["unverified"] = True
@@ -121,7 +125,7 @@ def is_best(cell: dict | None, top: dict, key: str, row: dict | None = None) -> 
 
 def _value(cell: dict, value: float, digits: int = 3) -> str:
     """A cell's number: a rate (``percent``) x100 with one decimal, else ``digits`` decimals."""
-    return metric_number("fail" if cell.get("percent") else "", value, digits)
+    return metric_number(cell.get("percent") or "", value, digits)
 
 
 def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:

@@ -53,7 +53,7 @@ def suite_row(results) -> dict:
             row["cells"][column] = {"mean": stat.mean, "ci": stat.ci, "n": stat.n_valid,
                                     "n_requested": stat.n_requested}
             if column == "fail":
-                row["cells"][column]["percent"] = True
+                row["cells"][column]["percent"] = "fail"
             row["notes"].append(f"{column}: suite {results.suite.name} task {name}")
             reason = unverified_reason("mos" if metric == "speechmos" else metric)
             if reason:
