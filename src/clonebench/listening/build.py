@@ -61,12 +61,15 @@ def _key(design: Design, systems: list[System], test_id: str, salt: str, secret:
 
 
 def build_test(run_dirs: list[Path], kind: str, n_items: int, out_dir: Path, seed: int = 42,
-               title: str | None = None, labels: list[str] | None = None, checks: int = 2) -> dict:
+               title: str | None = None, labels: list[str] | None = None, checks: int = 2,
+               pairs_per_item: int | None = None) -> dict:
     """Write the test folder; return its key."""
     out_dir = Path(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise ClonebenchError(f"--output {out_dir} exists and is not empty; give a new folder (a test is never "
                               "rewritten: raters may already hold its page)")
+    if pairs_per_item is not None and kind != "arena":
+        raise ClonebenchError(f"--pairs-per-item is for arena tests; a {kind} test compares what its kind does")
     if checks < 0:
         raise ClonebenchError(f"--checks {checks}: give 0 or more attention checks of each type")
     systems, pairs = load_systems(run_dirs, labels)
@@ -75,9 +78,10 @@ def build_test(run_dirs: list[Path], kind: str, n_items: int, out_dir: Path, see
         raise ClonebenchError(f"system label(s) {reserved} are reserved for the natural recordings and the anchor; "
                               "give another --label")
     secret, salt, test_id = secrets.token_hex(32), secrets.token_hex(16), f"lt-{secrets.token_hex(6)}"
-    design = build_design(kind, systems, pairs, n_items, seed, secret, checks)
+    design = build_design(kind, systems, pairs, n_items, seed, secret, checks, pairs_per_item)
     title = title or {"mos": "Listening test: speech quality", "smos": "Listening test: voice similarity",
-                      "cmos": "Listening test: comparing recordings", "mushra": "Listening test (MUSHRA)"}[kind]
+                      "cmos": "Listening test: comparing recordings", "mushra": "Listening test (MUSHRA)",
+                      "arena": "Listening test: which recording is better?"}[kind]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.parent / f".{out_dir.name}.partial-{secrets.token_hex(4)}"
     try:

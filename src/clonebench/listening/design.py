@@ -7,6 +7,9 @@ and the MUSHRA low anchor (``anchor``). Ids are HMAC-SHA256 of a per-test secret
 clip or trial, so nothing in a file name, the page or a ratings file tells a system, a role or a check apart.
 A repeated trial gets new clip ids (copies of the same audio), so it is not recognisable by its ids either.
 
+Arena (pairwise) tests compare two systems' clips of one sentence (A/B, "about the same" allowed); the system
+pairs are dealt over the items evenly (``balanced_pairs``), the natural recordings joining only a one-run test.
+
 Every rater rates every trial (a fully crossed raters x items design, which the two-way bootstrap assumes)."""
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from clonebench.core.errors import ClonebenchError
 from clonebench.listening.sources import Pair, Recording, System
 
-KINDS = ("mos", "smos", "cmos", "mushra")
+KINDS = ("mos", "smos", "cmos", "mushra", "arena")
 NATURAL, ANCHOR = "natural", "anchor"
 NATURAL_LABEL, ANCHOR_LABEL = "natural recordings", "anchor (3.5 kHz low-pass)"
 # the checks each kind uses, and what a rater must answer to pass one (recorded in the key, applied by results)
@@ -30,7 +33,9 @@ SCREENING = {
     "degraded_max": 2,              # MOS: a clearly degraded clip rated at most "Poor"
     "other_speaker_max": 2,         # SMOS: another speaker's voice rated at most "Slightly similar"
     "cmos_degraded_margin": 1,      # CMOS: the clean clip preferred to its degraded copy by at least 1
-    "repeat_max_difference": {"mos": 1, "smos": 1, "cmos": 2},   # |first - repeat| (CMOS: in one orientation)
+    "repeat_max_difference": {"mos": 1, "smos": 1, "cmos": 2, "arena": 1},  # |first - repeat| (CMOS, arena: in
+    # one orientation; arena answers as -1 first system wins, 0 about the same, +1 second wins: a flip fails)
+    "arena_clean_must_win": True,   # arena: the clean clip must be picked over its degraded copy ("same" fails)
     "mushra_hidden_reference_min": 90,    # ITU-R BS.1534-3 post-screening: hidden reference rated below 90 ...
     "mushra_max_fraction_below": 0.15,    # ... for more than 15 % of the items excludes the assessor
 }
@@ -55,7 +60,7 @@ class Trial:
     clips: list[str]
     reference: str | None = None
     repeat_of: str | None = None
-    systems: list[str] = field(default_factory=list)   # CMOS: [first, second]: CMOS = second relative to first
+    systems: list[str] = field(default_factory=list)   # CMOS, arena: [first, second]: second relative to first
 
 
 @dataclass
@@ -109,8 +114,19 @@ def stratified_sample(pairs: dict[str, Pair], n: int, rng: np.random.Generator) 
     return out
 
 
+def balanced_pairs(comparisons: list[tuple[str, str]], n_items: int, per_item: int,
+                   rng: np.random.Generator) -> list[list[tuple[str, str]]]:
+    """Arena: ``per_item`` system pairs for each of ``n_items`` items, every pair used equally often (counts differ
+    by at most one) and no pair twice on one item: the pairs in a seeded order, dealt round-robin (item k gets
+    positions k*per_item ... k*per_item + per_item - 1 of the cycle)."""
+    if not 1 <= per_item <= len(comparisons):
+        raise ClonebenchError(f"--pairs-per-item {per_item}: give 1..{len(comparisons)} (the system pairs)")
+    order = [comparisons[k] for k in rng.permutation(len(comparisons))]
+    return [[order[(k * per_item + j) % len(order)] for j in range(per_item)] for k in range(n_items)]
+
+
 def build_design(kind: str, systems: list[System], pairs: dict[str, Pair], n_items: int, seed: int,
-                 secret: str, checks: int = 2) -> Design:
+                 secret: str, checks: int = 2, pairs_per_item: int | None = None) -> Design:
     if kind not in KINDS:
         raise ClonebenchError(f"--kind {kind!r}: choose one of {', '.join(KINDS)}")
     rng = np.random.default_rng(seed)
@@ -141,16 +157,19 @@ def build_design(kind: str, systems: list[System], pairs: dict[str, Pair], n_ite
     comparisons = [(NATURAL, codes[0])] if len(codes) == 1 else \
         [(codes[i], codes[j]) for i in range(len(codes)) for j in range(i + 1, len(codes))]
 
+    schedule = balanced_pairs(comparisons, len(items), pairs_per_item or len(comparisons), rng) \
+        if kind == "arena" else [comparisons] * len(items)
+
     def prompt(pair: Pair) -> str:  # SMOS: the reference speaker's recording (one id per pair)
         return clip("prompt", None, pair, pair.prompt)
 
-    for pair in items:
+    for pair, drawn in zip(items, schedule):
         if kind in ("mos", "smos"):
             for code in rated:
                 trials.append(Trial(trial_id(f"test|{pair.pair_id}|{code}"), "test", "rating", pair.pair_id,
                                     [system_clip(code, pair)], prompt(pair) if kind == "smos" else None))
-        elif kind == "cmos":
-            for first, second in comparisons:
+        elif kind in ("cmos", "arena"):
+            for first, second in drawn:
                 order = [first, second] if rng.random() < 0.5 else [second, first]
                 trials.append(Trial(trial_id(f"test|{pair.pair_id}|{first}|{second}"), "test", "rating",
                                     pair.pair_id, [system_clip(c, pair) for c in order], systems=[first, second]))
@@ -180,7 +199,7 @@ def _checks(kind, items, wanted, rng, trials, clips, clip, prompt, trial_id, not
         if kind == "mos":
             out.append(Trial(trial_id(f"check|degraded|{pair.pair_id}"), "test", "check_degraded", pair.pair_id,
                              [clip("degraded", None, pair, pair.target, "degraded")]))
-        elif kind == "cmos":
+        elif kind in ("cmos", "arena"):
             pair_clips = [clip("natural", None, pair, pair.target, copy=2),
                           clip("degraded", None, pair, pair.target, "degraded")]
             out.append(Trial(trial_id(f"check|degraded|{pair.pair_id}"), "test", "check_degraded", pair.pair_id,
@@ -217,7 +236,7 @@ def _training(kind, pair, pairs, clip, prompt, trial_id) -> list[Trial]:
         groups = [([natural], prompt(pair))]
         if others:
             groups.append(([clip("other_speaker", None, pair, others[0].target, copy=20)], prompt(pair)))
-    elif kind == "cmos":
+    elif kind in ("cmos", "arena"):
         groups = [([natural, degraded], None)]
     else:
         groups = [([natural, clip("anchor", None, pair, pair.target, "lowpass_3500", copy=20), degraded],

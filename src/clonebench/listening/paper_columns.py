@@ -1,6 +1,7 @@
 """Listening-test results in the paper table (``clonebench report RUN ... --listening DIR``): a human MOS, SMOS or
-MUSHRA column beside the predicted MOS, each cell marked "(human, n raters)", a row for the natural recordings,
-and a footnote per test (CMOS results, which compare systems rather than score one, are footnotes only).
+MUSHRA column (an arena test: its rank, 1 = best, with the bootstrap 95 % interval of the rank) beside the
+predicted MOS, each cell marked "(human, n raters)", a row for the natural recordings, and a footnote per test
+(CMOS results, which compare systems rather than score one, are footnotes only).
 
 A test's system belongs to a report row when the row's run has, for every pair of the test, the very clip the
 test presented (same pair id, same generated audio sha256): a re-scored or resumed run of the same audio matches,
@@ -17,7 +18,7 @@ from clonebench.listening.results import RESULTS
 from clonebench.listening.tables import NAMES
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024  # results.json of a listening test: a few MB at most
-COLUMN = {"mos": "human_mos", "smos": "human_smos", "mushra": "human_mushra"}
+COLUMN = {"mos": "human_mos", "smos": "human_smos", "mushra": "human_mushra", "arena": "human_arena"}
 
 
 def load_summary(test_dir: Path) -> dict:
@@ -43,6 +44,9 @@ def _note(summary: dict) -> str:
     text = (f"{NAMES[summary['kind']]} (human, {raters['kept']} raters kept of {raters['given']}): listening test "
             f"{summary['test_id']}, {summary['items']} items; 95 % CI: two-way bootstrap over raters × items; "
             f"Krippendorff's α ({agreement.get('level', '–')}) = {'n/a' if alpha is None else f'{alpha:.3f}'}.")
+    for row in (summary.get("arena") or {}).get("systems", []):
+        text += (f" Arena {row['label']}: rank {row['rank']} (95 % CI {row['rank_ci'][0]}–{row['rank_ci'][1]}), "
+                 f"Bradley–Terry {row['bt_elo']:.0f} on the Elo scale, Elo {row['elo']:.0f}.")
     for row in summary.get("cmos", []):
         text += (f" CMOS {row['label']} = {row['mean']:+.2f} [{row['ci'][0]:+.2f}, {row['ci'][1]:+.2f}], "
                  f"Wilcoxon p = {row['p_wilcoxon']:.3g}.")
@@ -77,8 +81,12 @@ def attach_listening(rows: list[dict], samples: list[dict[str, dict]], test_dirs
                 rows[i].setdefault("notes", []).append(note)
         if kind not in COLUMN:
             continue
-        for score in summary["scores"]:
-            cell = {"mean": score["mean"], "ci": score["ci"], "raters": summary["raters"]["kept"]}
+        # arena: the rank (1 = best) with its bootstrap 95 % interval, a whole number
+        ranked = [{"condition": r["condition"], "mean": r["rank"], "ci": r["rank_ci"], "digits": 0}
+                  for r in (summary.get("arena") or {}).get("systems", [])]
+        for score in summary["scores"] or ranked:
+            cell = {"mean": score["mean"], "ci": score["ci"], "raters": summary["raters"]["kept"],
+                    **({"digits": 0} if "digits" in score else {})}
             for i in matched.get(score["condition"], []):
                 rows[i]["cells"][COLUMN[kind]] = cell
             if score["condition"] == NATURAL:

@@ -111,7 +111,8 @@ def _detail(exc: UntrustedFileError, what: str) -> str:
     return text
 
 
-def _allowed(kind: str) -> set[int]:
+def allowed_ratings(kind: str) -> set:
+    """The answers a ``kind`` of test accepts (its scale's points); the rating server checks each answer with it."""
     scale = SCALES[kind]
     return set(range(scale["min"], scale["max"] + 1)) if scale["type"] == "slider" else {p[0] for p in scale["points"]}
 
@@ -120,7 +121,9 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _record_problems(record, trial: dict, kind: str, allowed: set[int]) -> list[str]:
+def record_problems(record, trial: dict, kind: str, allowed: set[int]) -> list[str]:
+    """What is wrong with one answer ``record`` to ``trial`` (its clips, its ratings); the ratings files' rule, which
+    the rating server applies to each answer as it arrives."""
     tid = trial["trial_id"]
     clips = record.get("clips")
     if not isinstance(clips, list) or not all(isinstance(c, str) for c in clips) or \
@@ -137,6 +140,9 @@ def _record_problems(record, trial: dict, kind: str, allowed: set[int]) -> list[
                 not all(_is_int(v) and v in allowed for v in values):
             found.append(f"trial {tid}: ratings {brief(values)} are not {len(clips)} integers "
                          f"{min(allowed)}..{max(allowed)}")
+    elif kind == "arena":
+        if not (isinstance(record.get("rating"), str) and record["rating"] in allowed):
+            found.append(f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}")
     elif not (_is_int(record.get("rating")) and record["rating"] in allowed):
         found.append(f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}")
     for field in ("shown_ms", "answered_ms", "position"):
@@ -196,7 +202,7 @@ def check_sheet(path: Path, key: dict) -> tuple[Sheet | None, list[str]]:
             found.append(f"trial {brief(tid)} appears twice")
         else:
             seen[tid] = record
-            found += _record_problems(record, trials[tid], key["kind"], _allowed(key["kind"]))
+            found += record_problems(record, trials[tid], key["kind"], allowed_ratings(key["kind"]))
             if record.get("position") != position:
                 found.append(f"trial {brief(tid)}: position {brief(record.get('position'))}, listed at {position}")
     missing = [t for t in trials if t not in seen]

@@ -15,10 +15,11 @@ from clonebench.core.atomic import atomic_write_json, atomic_write_text
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.listening import agreement
+from clonebench.listening import arena as arena_results
 from clonebench.listening.build import KEY
 from clonebench.listening.design import ANCHOR, NATURAL
 from clonebench.listening.ratings import Sheet, load_key, load_sheets
-from clonebench.listening.screening import oriented, screen
+from clonebench.listening.screening import arena_value, oriented, screen
 from clonebench.stats import raters as stats
 
 RESULTS, LONG = "results.json", "ratings_long.csv"
@@ -38,9 +39,10 @@ def answers(key: dict, sheet: Sheet) -> list[dict]:
             for clip, value in zip(record["clips"], record["ratings"]):
                 out.append({**base, "clip": clip, "condition": key["clips"][clip]["system"], "value": value,
                             "shown": "|".join(record["clips"])})
-        elif key["kind"] == "cmos":
+        elif key["kind"] in ("cmos", "arena"):
             condition = " vs ".join(reversed(trial["systems"])) if trial["systems"] else None
-            value = oriented(key, trial, record) if trial["systems"] else record["rating"]
+            value = arena_value(key, trial, record) if key["kind"] == "arena" else \
+                oriented(key, trial, record) if trial["systems"] else record["rating"]
             out.append({**base, "clip": "|".join(record["clips"]), "condition": condition, "value": value,
                         "raw": record["rating"], "shown": "|".join(record["clips"])})
         else:
@@ -99,9 +101,16 @@ def analyse(test_dir: Path, paths: list[Path], draws: int = stats.DRAWS) -> dict
                               "Holm-adjusted"}
     if not kept:
         summary.update(scores=[], differences=[], cmos=[], agreement=None)
+        if key["kind"] == "arena":
+            summary["arena"] = None
         return {"summary": summary, "rows": rows, "labels": labels}
-    table = grids(key, rows, kept)
-    if key["kind"] == "cmos":
+    table = grids(key, rows, kept) if key["kind"] != "arena" else {}
+    if key["kind"] == "arena":  # pairs dealt over items: no full grid per comparison; ranked, not scored
+        summary.update(scores=[], differences=[], cmos=[],
+                       arena=arena_results.summarise(key, rows, kept, labels, draws))
+        summary["ci_method"] = summary["arena"]["method"]["ci"]
+        summary["test_method"] = f"none (CIs of the strength differences; {summary['arena']['method']['model']})"
+    elif key["kind"] == "cmos":
         summary.update(scores=[], differences=[], cmos=stats.cmos(table, draws))
         for row in summary["cmos"]:
             second, first = row["condition"].split(" vs ")

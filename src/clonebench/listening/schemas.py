@@ -63,9 +63,15 @@ class Record(BaseModel):
 
 
 class CategoryRecord(Record):
-    """MOS, SMOS, CMOS: one answer per trial."""
+    """MOS, SMOS, CMOS: one answer per trial (an integer on the scale)."""
 
     rating: Answer
+
+
+class ArenaRecord(Record):
+    """Arena: which of the two clips, in the order shown, is better: "A" (the first), "B" or "same"."""
+
+    rating: Literal["A", "B", "same"]
 
 
 class MushraRecord(Record):
@@ -88,8 +94,12 @@ class MushraPayload(Payload):
     trials: Annotated[list[MushraRecord], Field(max_length=1_000_000)]
 
 
+class ArenaPayload(Payload):
+    trials: Annotated[list[ArenaRecord], Field(max_length=1_000_000)]
+
+
 def payload_model(kind: str) -> type[Payload]:
-    return MushraPayload if kind == "mushra" else Payload
+    return {"mushra": MushraPayload, "arena": ArenaPayload}.get(kind, Payload)
 
 
 # -- the key (written by clonebench, read back from the folder the user gave) --------------------------------------
@@ -143,7 +153,7 @@ class Key(BaseModel):
     model_config = STRICT
     schema_: Id = Field(alias="schema")
     test_id: Id
-    kind: Literal["mos", "smos", "cmos", "mushra"]
+    kind: Literal["mos", "smos", "cmos", "mushra", "arena"]
     title: Text
     salt: Id
     systems: list[KeySystem]

@@ -5,6 +5,8 @@
   the clean recording must be preferred to its degraded copy by at least 1; a repeated trial must get the same
   answer within 1 point (CMOS: within 2, in one orientation, whichever clip was shown first). A rater failing
   more than 25 % of their checks is excluded.
+- Arena: the clean recording must be picked over its degraded copy ("about the same" fails); a repeated trial
+  must not flip (the other system preferred; "about the same" against a preference passes).
 - MUSHRA: ITU-R BS.1534-3 post-screening: an assessor who rates the hidden reference below 90 for more than 15 %
   of the test items is excluded.
 """
@@ -39,9 +41,23 @@ def oriented(key: dict, trial: dict, record: dict) -> int:
     return record["rating"] if shown == trial["systems"] else -record["rating"]
 
 
+def arena_value(key: dict, trial: dict, record: dict) -> int:
+    """An arena answer as 'second system of the trial against the first': +1 the second wins, 0 about the same,
+    -1 the first wins, whatever order was shown. A check without systems (clean vs degraded): +1 the clean wins."""
+    if record["rating"] == "same":
+        return 0
+    winner = key["clips"][record["clips"][0 if record["rating"] == "A" else 1]]
+    if not trial["systems"]:
+        return -1 if winner["role"] == "degraded" else 1
+    return 1 if winner["system"] == trial["systems"][1] else -1
+
+
 def _check(key: dict, trial: dict, record: dict, sheet: Sheet, trials: dict) -> str | None:
     """None when the check is passed, else what went wrong."""
     rules, kind = key["screening"], key["kind"]
+    if kind == "arena" and trial["type"] == "check_degraded":
+        ok = arena_value(key, trial, record) == 1
+        return None if ok else f"degraded copy not judged worse (answered {record['rating']!r})"
     if trial["type"] == "check_degraded" and kind == "mos":
         ok = record["rating"] <= rules["degraded_max"]
         return None if ok else f"degraded clip rated {record['rating']} (> {rules['degraded_max']})"
@@ -55,7 +71,9 @@ def _check(key: dict, trial: dict, record: dict, sheet: Sheet, trials: dict) -> 
         return None if ok else f"another speaker rated {record['rating']} similar (> {rules['other_speaker_max']})"
     if trial["type"] == "check_repeat":
         first = trials[trial["repeat_of"]]
-        if kind == "cmos":
+        if kind == "arena":
+            a, b = arena_value(key, first, sheet.records[first["trial_id"]]), arena_value(key, trial, record)
+        elif kind == "cmos":
             a, b = oriented(key, first, sheet.records[first["trial_id"]]), oriented(key, trial, record)
         else:
             a, b = sheet.records[first["trial_id"]]["rating"], record["rating"]

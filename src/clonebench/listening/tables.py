@@ -7,7 +7,7 @@ import io
 
 from clonebench.report.format import latex_escape
 
-NAMES = {"mos": "MOS", "smos": "SMOS", "cmos": "CMOS", "mushra": "MUSHRA"}
+NAMES = {"mos": "MOS", "smos": "SMOS", "cmos": "CMOS", "mushra": "MUSHRA", "arena": "Arena"}
 
 
 def _p(value: float | None) -> str:
@@ -39,6 +39,8 @@ def notes(summary: dict) -> list[str]:
 
 def _rows(summary: dict) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     d, name = _digits(summary), NAMES[summary["kind"]]
+    if summary["kind"] == "arena":
+        return _arena_rows(summary.get("arena") or {"systems": [], "differences": []})
     if summary["kind"] == "cmos":
         head = ["comparison", "CMOS", "95 % CI", "Wilcoxon p", "Holm p", "ratings", "items"]
         body = [[r["label"], f"{r['mean']:+.{d}f}", _ci(r["ci"], d), _p(r["p_wilcoxon"]), _p(r["p_holm"]),
@@ -53,6 +55,27 @@ def _rows(summary: dict) -> tuple[list[str], list[list[str]], list[str], list[li
     return head, body, dhead, dbody
 
 
+def _arena_rows(arena: dict) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+    """Arena: rank, Bradley-Terry strength (and on the Elo scale), rank CI, Elo, win rate; then the differences."""
+    head = ["rank", "system", "BT strength", "95 % CI", "rank 95 % CI", "BT (Elo scale)", "Elo", "win rate",
+            "comparisons"]
+    body = [[str(r["rank"]), r["label"], f"{r['strength']:+.2f}", _ci(r["ci"], 2),
+             f"{r['rank_ci'][0]}–{r['rank_ci'][1]}", f"{r['bt_elo']:.0f}", f"{r['elo']:.0f}",
+             "–" if r["win_rate"] is None else f"{r['win_rate']:.3f}", str(r["comparisons"])]
+            for r in arena["systems"]]
+    dhead = ["difference", "Δ strength", "95 % CI"]
+    dbody = [[r["label"], f"{r['delta']:+.2f}", _ci(r["ci"], 2)] for r in arena["differences"]]
+    return head, body, dhead, dbody
+
+
+def win_rate_lines(arena: dict) -> list[str]:
+    """The win-rate matrix (row system against column system; ties half a win) as a Markdown table."""
+    matrix, labels = arena["matrix"], arena["matrix"]["labels"]
+    body = [[labels[i]] + ["–" if v is None else f"{v:.2f}" for v in row] for i, row in enumerate(matrix["rate"])]
+    return ["Win rate of the row system against the column system (ties count half):", ""] + \
+        _md_table(["row vs column"] + labels, body)
+
+
 def _md_table(head: list[str], body: list[list[str]]) -> list[str]:
     cell = lambda text: text.replace("|", "\\|")  # noqa: E731
     return ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"] + \
@@ -65,6 +88,8 @@ def markdown(summary: dict) -> str:
     lines += _md_table(head, body) if body else ["No rater was kept: no scores."]
     if dbody:
         lines += [""] + _md_table(dhead, dbody)
+    if summary["kind"] == "arena" and summary.get("arena"):
+        lines += [""] + win_rate_lines(summary["arena"])
     return "\n".join(lines + [""] + notes(summary)) + "\n"
 
 
@@ -92,6 +117,15 @@ def csv_text(summary: dict) -> str:
         writer.writerow(base + ["cmos" if summary["kind"] == "cmos" else "score", r["label"], r["mean"], *r["ci"],
                                 r.get("p_wilcoxon", ""), r.get("p_holm", ""), r["n_ratings"], r["n_items"],
                                 r["n_raters"]])
+    for r in (summary.get("arena") or {}).get("systems", []):
+        writer.writerow(base + ["bt_strength", r["label"], r["strength"], *r["ci"], "", "", r["comparisons"], "",
+                                summary["raters"]["kept"]])
+        writer.writerow(base + ["rank", r["label"], r["rank"], *r["rank_ci"], "", "", "", "",
+                                summary["raters"]["kept"]])
+        writer.writerow(base + ["elo", r["label"], r["elo"], "", "", "", "", "", "", summary["raters"]["kept"]])
+    for r in (summary.get("arena") or {}).get("differences", []):
+        writer.writerow(base + ["bt_difference", r["label"], r["delta"], *r["ci"], "", "", "", "",
+                                summary["raters"]["kept"]])
     for r in summary["differences"]:
         writer.writerow(base + ["difference", r["label"], r["delta"], *r["ci"], r["p_wilcoxon"], r["p_holm"], "",
                                 r["n_items"], summary["raters"]["kept"]])

@@ -6,6 +6,8 @@
   system cloned), the wording of speaker-similarity MOS in voice-cloning papers.
 - CMOS: ITU-T P.800 Annex E, Comparison Category Rating ("The quality of the second compared to the quality of
   the first": Much better 3 ... About the same 0 ... Much worse -3).
+- Arena: two recordings of one sentence, A and B; which is better overall: A, B or about the same (the
+  pairwise preference of public speech arenas; ties allowed).
 - MUSHRA: ITU-R BS.1534-3, a continuous 0-100 quality scale (Excellent 80-100, Good 60-80, Fair 40-60, Poor 20-40,
   Bad 0-20) for several unlabelled test signals against an open reference; one of them is the hidden reference.
 """
@@ -25,6 +27,8 @@ SCALES = {
     "cmos": {"type": "category", "question": "The quality of B compared to the quality of A is:",
              "points": [[3, "Much better"], [2, "Better"], [1, "Slightly better"], [0, "About the same"],
                         [-1, "Slightly worse"], [-2, "Worse"], [-3, "Much worse"]]},
+    "arena": {"type": "category", "question": "Which recording sounds better overall?",
+              "points": [["A", "A is better"], ["same", "About the same"], ["B", "B is better"]]},
     "mushra": {"type": "slider", "question": "Basic audio quality compared with the reference", "min": 0, "max": 100,
                "bands": [[80, 100, "Excellent"], [60, 80, "Good"], [40, 60, "Fair"], [20, 40, "Poor"],
                          [0, 20, "Bad"]]},
@@ -41,6 +45,9 @@ INSTRUCTIONS = {
     "cmos": ["Each trial has two recordings of the same sentence, A and B.",
              "Compare them and say how the quality of B compares with the quality of A, from Much better (+3) "
              "through About the same (0) to Much worse (-3)."],
+    "arena": ["Each trial has two recordings of the same sentence, A and B, made by two different systems.",
+              "Listen to both and say which one sounds better overall (naturalness, clarity and quality together): "
+              "A is better, B is better, or About the same when you cannot prefer one."],
     "mushra": ["Each screen has a reference recording and several test signals, unlabelled and in random order.",
                "Compare each test signal with the reference and rate its basic audio quality (every difference from "
                "the reference counts) on the scale from 0 to 100: Excellent 80-100, Good 60-80, Fair 40-60, "

@@ -20,7 +20,7 @@ PAPER_KEYS = {"sim": "SIM", "wer": "WER", "mos": "MOS", "mcd": "MCD", "rtf": "RT
               "emotion_match": "Emotion"}  # the paper's MOS is UTMOS, not DNSMOS
 # human listening-test scores (clonebench listening-results; report --listening), shown right after the predicted MOS
 HUMAN_COLUMNS = [("human_mos", "MOS (human)↑", True), ("human_smos", "SMOS (human)↑", True),
-                 ("human_mushra", "MUSHRA (human)↑", True)]
+                 ("human_mushra", "MUSHRA (human)↑", True), ("human_arena", "Arena rank (human)↓", False)]
 # the failure rate (share of utterances with a failure flag, failures/): shown as a percentage, after the paper's
 # columns, only when some row has it (a run scored without ``fail`` shows no such column)
 FAILURE_COLUMN = ("fail", "fail%↓", False)
@@ -124,8 +124,9 @@ def is_best(cell: dict | None, top: dict, key: str, row: dict | None = None) -> 
 
 
 def _value(cell: dict, value: float, digits: int = 3) -> str:
-    """A cell's number: a rate (``percent``) x100 with one decimal, else ``digits`` decimals."""
-    return metric_number(cell.get("percent") or "", value, digits)
+    """A cell's number: a rate (``percent``) x100 with one decimal, else ``digits`` decimals (the cell's own
+    ``digits`` when it has them: an arena rank is a whole number)."""
+    return metric_number(cell.get("percent") or "", value, cell.get("digits", digits))
 
 
 def _cell(cell: dict | None, digits: int = 3, with_ci: bool = True) -> str:

@@ -8,6 +8,7 @@
   var $ = function (id) { return document.getElementById(id); };
   var state = { rater: null, list: [], index: 0, phase: "training", results: { training: [], test: [] },
                 t0: 0, startedAt: null, finished: false, downloaded: false, trial: null };
+  var hooks = {};  // filled only by server.js, which `clonebench listening-serve` injects; empty from file://
 
   function sfc32(a, b, c, d) {  // small fast counter generator (PractRand-tested), 32-bit state words
     return function () {
@@ -44,11 +45,12 @@
   function now() { return Math.round(performance.now() - state.t0); }
 
   function arrange(trial, rand) {
-    var mixed = config.kind === "cmos" || config.kind === "mushra";
+    var mixed = config.kind === "cmos" || config.kind === "arena" || config.kind === "mushra";
     return { id: trial.id, reference: trial.reference, clips: mixed ? shuffled(trial.clips, rand) : trial.clips.slice() };
   }
 
   function start() {
+    if (hooks.start) { hooks.start(); return; }
     var id = $("rater").value.trim();
     if (!RATER.test(id)) {
       $("rater-error").textContent = "A rater id is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit.";
@@ -128,8 +130,8 @@
       input.value = String(point[0]);
       input.addEventListener("change", function () { state.trial.rating = point[0]; update(); });
       label.appendChild(input);
-      label.appendChild(document.createTextNode(" " + (config.kind === "cmos" && point[0] > 0 ? "+" : "") +
-                                                point[0] + "  " + point[1]));
+      label.appendChild(document.createTextNode(config.kind === "arena" ? " " + point[1] :
+        " " + (config.kind === "cmos" && point[0] > 0 ? "+" : "") + point[0] + "  " + point[1]));
       box.appendChild(label);
     });
     return box;
@@ -182,7 +184,7 @@
     if (config.kind === "mushra") {
       answer.appendChild(mushraRows(spec.clips));
     } else {
-      var names = config.kind === "cmos" ? ["A", "B"] : [config.kind === "smos" ? "Test recording" : "Recording"];
+      var names = config.kind === "cmos" || config.kind === "arena" ? ["A", "B"] : [config.kind === "smos" ? "Test recording" : "Recording"];
       spec.clips.forEach(function (clip, k) { players.appendChild(player(clip, names[k])); });
       answer.appendChild(categoryAnswer());
     }
@@ -208,6 +210,11 @@
     var record = { trial: spec.id, position: state.index, clips: spec.clips, reference: spec.reference,
                    plays: trial.plays, ends: trial.ends, shown_ms: trial.shown, answered_ms: now() };
     if (config.kind === "mushra") { record.ratings = trial.ratings.slice(); } else { record.rating = trial.rating; }
+    if (hooks.answer) { hooks.answer(state.phase, record, function () { advance(record); }); return; }
+    advance(record);
+  }
+
+  function advance(record) {
     state.results[state.phase].push(record);
     Array.prototype.forEach.call(document.querySelectorAll("#trial audio"), function (a) { a.pause(); });
     state.index++;
@@ -254,4 +261,5 @@
   window.addEventListener("beforeunload", function (event) {
     if (state.rater && !state.downloaded) { event.preventDefault(); event.returnValue = ""; }
   });
+  if (window.listeningServer) { window.listeningServer(hooks, { $: $, state: state, show: show, finish: finish }); }
 }());
