@@ -342,12 +342,12 @@ def test_the_store_refuses_another_schema_and_keeps_answers_when_the_disk_is_ful
         Store(tmp_path / "a", "lt-x")
 
 
-def answered(page, policy) -> None:
+def answered(page, policy, kind: str = "mos") -> None:
     """Answer the trial shown, then wait until the server has saved it (the page has moved on)."""
     from tests.listening_browser import answer_trial
 
     before = (page.text_content("#progress-text"), page.text_content("#phase"))
-    answer_trial(page, "mos", policy)
+    answer_trial(page, kind, policy)
     for _ in range(500):
         if page.is_visible("#done") or page.is_visible("#between") or \
                 (page.text_content("#progress-text"), page.text_content("#phase")) != before:
@@ -426,3 +426,55 @@ def test_a_rater_in_headless_chromium_answers_reloads_resumes_and_finishes(test_
     [path] = (folder / "ratings").glob("server-*.json")
     sheet, problems = check_sheet(path, key)
     assert problems == [] and sheet.user_agent.startswith("Mozilla/")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_raters_in_headless_chromium_complete_a_served_arena_test(arena_dir, tmp_path):
+    """Two raters on the served arena page, each in its own browser context: every answer is acknowledged by the
+    server before the page moves on, each finishes with a completion code, and the export ranks their order."""
+    import playwright.sync_api as playwright_api
+
+    from clonebench.report.browser import launch
+    from tests.listening_browser import watch
+
+    folder = tmp_path / "arena"
+    shutil.copytree(arena_dir, folder, ignore=shutil.ignore_patterns("server", "ratings", "results.json"))
+    (folder / "ratings").mkdir()
+    key = load_key(folder)
+
+    def policy(kind, clips, reference):
+        a, b = (key["clips"][c] for c in clips)
+        if "degraded" in (a["role"], b["role"]):
+            return "B" if a["role"] == "degraded" else "A"
+        return "A" if STRENGTH[a["system"]] > STRENGTH[b["system"]] else "B"
+
+    server = Server(folder, "--raters", "2")
+    manager = playwright_api.sync_playwright().start()
+    browser = launch(manager)
+    codes = []
+    try:
+        for link in server.links:
+            page = browser.new_context().new_page()
+            seen = watch(page, server.base + "/")
+            page.goto(link.replace("/#", "/index.html#"))
+            page.wait_for_selector("#start:enabled")
+            page.click("#start")
+            while not page.is_visible("#done"):
+                if page.is_visible("#between"):
+                    page.click("#begin")
+                else:
+                    answered(page, policy, "arena")
+            page.wait_for_selector("#server-complete")
+            codes.append(re.search(r"completion code: ([0-9A-F]{8})", page.text_content("#server-complete")).group(1))
+            assert seen["errors"] == [] and seen["blocked"] == [], seen
+    finally:
+        browser.close()
+        manager.stop()
+        server.stop()
+    assert len(set(codes)) == 2
+    assert cli(["listening-serve", str(folder), "--export"]) == 0
+    files = sorted((folder / "ratings").glob("server-*.json"))
+    served = results(folder, files)
+    assert served["raters"]["kept"] == 2
+    assert [r["label"] for r in served["arena"]["systems"]] == ["fish", "s2cpp", "third"]
