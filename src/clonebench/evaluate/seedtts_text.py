@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import string
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from clonebench.core.errors import DependencyError
@@ -101,8 +102,6 @@ def score_items(items, language: str, transcribe, record) -> list:
     """Records of ``items`` for the ``seed_wer_<language>`` metric: each pair's clip transcribed by ``transcribe(path)``
     and compared with its text; a pair in another language, or a text empty after the rule, is that sample's error.
     ``record(sample_id, values=None, error=None)`` makes a record (the scorers' ScoreRecord)."""
-    from pathlib import Path
-
     metric, other = f"seed_wer_{language}", f"seed_wer_{'zh' if language == 'en' else 'en'}"
     out = []
     for item in items:

@@ -35,6 +35,7 @@ class ResultTable:
     input_fingerprint: str | None = None
     metrics_summary: dict = field(default_factory=dict)
     failure_modes: dict | None = None                    # metrics.json's failure_modes (failures.rates), if scored
+    dataset_manifest: str | None = None                  # the generation run's dataset.manifest_filename
     run_dir: Path | None = None
     notes: list[str] = field(default_factory=list)       # e.g. a historical baseline's limits
 
@@ -104,6 +105,8 @@ def load_run(run_dir: Path) -> ResultTable:
                        effective_sampling=generation.get("effective_sampling"),
                        input_fingerprint=metrics.get("input_fingerprint"),
                        metrics_summary=metrics["metrics"], failure_modes=metrics.get("failure_modes"),
+                       dataset_manifest=((generation.get("config") or {}).get("dataset") or {})
+                       .get("manifest_filename"),
                        run_dir=run_dir)
 
 

@@ -10,7 +10,6 @@ it says so.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -53,10 +52,7 @@ def run_test_set(table: ResultTable, given: str | None = None) -> str:
     """The test set a run covered: ``given``, else its meta list's name (test-en, test-zh, test-hard, ...)."""
     if given:
         return given
-    manifest = None
-    if table.run_dir is not None and (table.run_dir / "run_manifest.json").is_file():
-        config = json.loads((table.run_dir / "run_manifest.json").read_text(encoding="utf-8")).get("config") or {}
-        manifest = (config.get("dataset") or {}).get("manifest_filename")
+    manifest = table.dataset_manifest  # read by load_run from the generation run's manifest
     if manifest and is_meta_list(Path(manifest)):
         return benchmark_set(Path(manifest))
     raise ClonebenchError(f"{table.run_dir or table.label}: not a run over a Seed-TTS-eval meta list (its "

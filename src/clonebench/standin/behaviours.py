@@ -92,10 +92,13 @@ def _wav(samples: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-def _samples(wav: bytes) -> np.ndarray:
-    samples, rate = sf.read(io.BytesIO(wav), dtype="float32")
-    samples = to_mono(samples)
-    return samples if rate == OUTPUT_RATE else resample_poly(samples, OUTPUT_RATE, rate).astype(np.float32)
+def _samples(audio: bytes) -> np.ndarray:
+    """Mono float32 at ``OUTPUT_RATE`` of a WAV (or any container libsndfile decodes); InvalidAudio else."""
+    info, samples = read_input_audio(audio)
+    mono = to_mono(samples)
+    if info.sample_rate == OUTPUT_RATE:
+        return mono
+    return resample_poly(mono, OUTPUT_RATE, info.sample_rate).astype(np.float32)
 
 
 def apply(name: str, speech_wav: bytes, reference_audio: bytes | None, seed: int | None) -> bytes:
@@ -109,13 +112,9 @@ def apply(name: str, speech_wav: bytes, reference_audio: bytes | None, seed: int
         if not reference_audio:
             return speech_wav
         try:
-            info, samples = read_input_audio(reference_audio)
+            return _wav(_samples(reference_audio))
         except InvalidAudio:
             return speech_wav
-        mono = to_mono(samples)
-        if info.sample_rate != OUTPUT_RATE:
-            mono = resample_poly(mono, OUTPUT_RATE, info.sample_rate)
-        return _wav(np.asarray(mono, dtype=np.float32))
     speech = _samples(speech_wav)
     if name == "truncate":
         return _wav(speech[: round(len(speech) * TRUNCATE_FRACTION)])

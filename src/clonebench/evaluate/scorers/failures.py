@@ -86,9 +86,13 @@ class FailureScorer(Scorer):
         if item.prompt_path is None or not Path(item.prompt_path).is_file():
             return None
         if item.prompt_sha256 not in self._prompts:
+            from clonebench.core.records import MAX_AUDIO_REF_BYTES
+            from clonebench.core.untrusted import read_bytes
             from clonebench.data.audio import read_input_audio
 
-            info, samples = read_input_audio(Path(item.prompt_path).read_bytes())
+            # an input clip of the dataset: a bounded regular file, as the generate phase reads it (AudioRef)
+            data = read_bytes(item.prompt_path, max_bytes=MAX_AUDIO_REF_BYTES, what="prompt audio")
+            info, samples = read_input_audio(data)
             speech = self._model.speech(self._mono_16k(samples, info.sample_rate))
             self._prompts[item.prompt_sha256] = (samples, info.sample_rate, speech)
         return self._prompts[item.prompt_sha256]
