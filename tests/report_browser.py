@@ -8,6 +8,8 @@ from pathlib import Path
 
 import playwright.sync_api as playwright_api  # pip install playwright (scripts/setup.sh); never `playwright install`
 
+from tests.browser_wait import wait_until
+
 
 def open_report(page_path: Path):
     """Load the page; collect console errors, page errors and every request; block anything not file://."""
@@ -23,8 +25,7 @@ def open_report(page_path: Path):
     page.on("request", lambda r: seen["requests"].append(r.url))
     page.route(re.compile(r"^(?!file:)"), lambda route: (seen["blocked"].append(route.request.url), route.abort()))
     page.goto(page_path.resolve().as_uri())
-    page.wait_for_function("Array.from(document.querySelectorAll('audio')).every(a => a.readyState >= 2)",
-                           timeout=30_000)
+    wait_until(page, "Array.from(document.querySelectorAll('audio')).every(a => a.readyState >= 2)")
 
     def close():
         browser.close()

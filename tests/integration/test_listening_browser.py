@@ -17,6 +17,7 @@ import pytest
 
 from clonebench.cli.main import main as cli
 from clonebench.listening.ratings import check_sheet, load_key
+from tests.browser_wait import wait_until
 from tests.listening_browser import answer_trial, complete, key_policy, shown_clips, watch
 from tests.listening_runs import generation_runs
 
@@ -183,7 +184,7 @@ def test_a_clip_that_cannot_load_stops_its_trial_with_a_message(runs, browser, t
         page.goto(site + "index.html")
         page.fill("#rater", "erin")
         page.click("#start")
-        page.wait_for_function("document.getElementById('hint').textContent.includes('could not be loaded')")
+        wait_until(page, "document.getElementById('hint').textContent.includes('could not be loaded')")
         assert page.is_disabled("#next") and page.is_disabled(f"button[data-clip='{first['clips'][0]}']")
         assert any(first["clips"][0] in e for e in seen["errors"])  # the failed load, and nothing else
         assert all(first["clips"][0] in e or "ERR_FILE_NOT_FOUND" in e for e in seen["errors"]), seen["errors"]
