@@ -155,7 +155,7 @@ def install() -> None:
     if (base := module("clonebench.evaluate.base")) is not None:
         for cls in _subclasses(base.Scorer):
             wrap(cls, "load", f"load {cls.name}", LOAD)
-    if (peer := module("rvcbench.evaluation.scorers")) is not None:
+    if module("rvcbench.evaluation.scorers") is not None:
         for name in ("speaker:SpeakerScorer", "mcd:MCDScorer", "stoi:STOIScorer", "wer:WERScorer"):
             mod, _, cls = name.partition(":")
             if (m := module(f"rvcbench.evaluation.scorers.{mod}")) is not None:

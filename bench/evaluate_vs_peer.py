@@ -47,7 +47,7 @@ from pathlib import Path
 
 WALL_START = time.perf_counter()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _speech_pairs import REPO, TASK, build_pairs, peer_assets, write_manifest  # noqa: E402
+from _speech_pairs import REPO, build_pairs, peer_assets, write_manifest  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}", "HF_HUB_OFFLINE": "1"}
 PARITY = ("sim", "sva", "mcd", "stoi", "wer")

@@ -432,14 +432,42 @@ def audio_frames(path: Path) -> tuple[int, int]:
     return info.frames, info.samplerate
 
 
-def check_cosyvoice(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
-    problems = []
-    by_text = {event["tts_text"]: event for event in seen}
+def seen_pairs(pairs: list[dict], seen: list[dict], field: str, problems: list[str]):
+    """Each pair with the request the stub recorded for its target text (the text under ``field``); a pair the stub
+    never saw is a problem."""
+    by_text = {event[field]: event for event in seen}
     for pair in pairs:
         event = by_text.get(pair["target_text"])
         if event is None:
-            problems.append(f"the stub never saw tts_text {pair['target_text']!r}")
-            continue
+            problems.append(f"the stub never saw {field} {pair['target_text']!r}")
+        else:
+            yield pair, event
+
+
+def check_fields(pair: dict, event: dict, want: dict, problems: list[str]) -> None:
+    """The recorded request carries exactly the wanted values, and a fixed non-negative seed."""
+    for key, value in want.items():
+        if event.get(key) != value:
+            problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
+    if not isinstance(event["seed"], int) or event["seed"] < 0:
+        problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
+
+
+def seeds_of(manifest: dict) -> dict:
+    return {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
+
+
+def share_emptied(share: Path, problems: list[str]) -> list[str]:
+    """The run removed every reference it staged in the share."""
+    left = sorted(p.name for p in share.iterdir())
+    if left:
+        problems.append(f"staged references left in the share after the run: {left}")
+    return problems
+
+
+def check_cosyvoice(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
+    problems = []
+    for pair, event in seen_pairs(pairs, seen, "tts_text", problems):
         if event["prompt_text"] != pair["prompt_text"]:
             problems.append(f"prompt_text {event['prompt_text']!r} != {pair['prompt_text']!r}")
         frames, rate = audio_frames(data / pair["prompt_file_name"])
@@ -455,48 +483,27 @@ def check_gpt_sovits(pairs: list[dict], data: Path, seen: list[dict], manifest: 
     import hashlib
 
     problems = []
-    by_text = {event["text"]: event for event in seen}
-    seeds = {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
+    seeds = seeds_of(manifest)
     share = (work / "share").resolve()
-    for pair in pairs:
-        event = by_text.get(pair["target_text"])
-        if event is None:
-            problems.append(f"the stub never saw text {pair['target_text']!r}")
-            continue
-        want = {"prompt_text": pair["prompt_text"], "text_lang": pair["target_language"].lower(),
-                "prompt_lang": pair["prompt_language"].lower(), "seed": seeds.get(pair["source_index"]),
-                "ref_sha256": hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()}
-        for key, value in want.items():
-            if event.get(key) != value:
-                problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
+    for pair, event in seen_pairs(pairs, seen, "text", problems):
+        check_fields(pair, event, {
+            "prompt_text": pair["prompt_text"], "text_lang": pair["target_language"].lower(),
+            "prompt_lang": pair["prompt_language"].lower(), "seed": seeds.get(pair["source_index"]),
+            "ref_sha256": hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()}, problems)
         if Path(event["ref_audio_path"]).resolve().parent != share:
             problems.append(f"ref_audio_path {event['ref_audio_path']} is not in the share {share}")
-        if not isinstance(event["seed"], int) or event["seed"] < 0:
-            problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
-    left = sorted(p.name for p in share.iterdir())
-    if left:
-        problems.append(f"staged references left in the share after the run: {left}")
-    return problems
+    return share_emptied(share, problems)
 
 
 def check_zonos2(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
     from clonebench.adversary.zonos2_http import server_language
 
     problems = []
-    by_text = {event["text"]: event for event in seen}
-    seeds = {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
-    for pair in pairs:
-        event = by_text.get(pair["target_text"])
-        if event is None:
-            problems.append(f"the stub never saw text {pair['target_text']!r}")
-            continue
-        want = {"language": server_language(pair["target_language"]), "seed": seeds.get(pair["source_index"]),
-                "text_normalization": True, "accurate_mode": True, "clean_speaker_background": False}
-        for key, value in want.items():
-            if event.get(key) != value:
-                problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
-        if not isinstance(event["seed"], int) or event["seed"] < 0:
-            problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
+    seeds = seeds_of(manifest)
+    for pair, event in seen_pairs(pairs, seen, "text", problems):
+        check_fields(pair, event, {
+            "language": server_language(pair["target_language"]), "seed": seeds.get(pair["source_index"]),
+            "text_normalization": True, "accurate_mode": True, "clean_speaker_background": False}, problems)
         frames, rate = audio_frames(data / pair["prompt_file_name"])
         ref = event.get("reference")  # [channels, samples, rate, abs sum, float32] as the stub embedder saw them
         if (event.get("embedding_shape") != [2048] or not ref or ref[0] != 1 or abs(ref[1] - frames) > 2
@@ -510,21 +517,11 @@ def check_sglang_omni(pairs: list[dict], data: Path, seen: list[dict], manifest:
     import hashlib
 
     problems = []
-    by_text = {event["text"]: event for event in seen}
-    seeds = {sample["source_index"]: sample.get("seed") for sample in manifest["samples"]}
+    seeds = seeds_of(manifest)
     share = (work / "share").resolve()
-    for pair in pairs:
-        event = by_text.get(pair["target_text"])
-        if event is None:
-            problems.append(f"the stub never saw text {pair['target_text']!r}")
-            continue
-        want = {"reference_texts": [pair["prompt_text"]], "seed": seeds.get(pair["source_index"]),
-                "sampling_seed": None, "response_format": "wav"}
-        for key, value in want.items():
-            if event.get(key) != value:
-                problems.append(f"{pair['pair_id']}: {key} {event.get(key)!r} != {value!r}")
-        if not isinstance(event["seed"], int) or event["seed"] < 0:
-            problems.append(f"{pair['pair_id']}: seed {event['seed']!r} is not a fixed seed")
+    for pair, event in seen_pairs(pairs, seen, "text", problems):
+        check_fields(pair, event, {"reference_texts": [pair["prompt_text"]], "seed": seeds.get(pair["source_index"]),
+                                   "sampling_seed": None, "response_format": "wav"}, problems)
         clip = hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()
         staged = event.get("staged") or [{}]
         if len(staged) != 1 or staged[0].get("sha256") != clip:
@@ -539,10 +536,7 @@ def check_sglang_omni(pairs: list[dict], data: Path, seen: list[dict], manifest:
             problems.append(f"{pair['pair_id']}: the codec encoded {event.get('reference_codes')} for "
                             f"{pair['prompt_file_name']} ({frames} frames at {rate} Hz; expected [1, {expected}] "
                             f"at 44.1 kHz)")
-    left = sorted(p.name for p in share.iterdir())
-    if left:
-        problems.append(f"staged references left in the share after the run: {left}")
-    return problems
+    return share_emptied(share, problems)
 
 
 CHECKS = {"cosyvoice": check_cosyvoice, "gpt_sovits": check_gpt_sovits, "zonos2": check_zonos2,

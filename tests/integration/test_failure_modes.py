@@ -5,8 +5,6 @@ and a second scoring is served from the metric cache (no scorer runs)."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -15,9 +13,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def scored(crafted_cases, tmp_path_factory):
     """(Evaluator with a metric cache, the requests, their results with details), scored once."""
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh`")
-
     from clonebench.metrics import Evaluator
 
     requests = [{"generated": str(c.wav), "text": c.target_text, "language": c.language, "prompt": str(c.prompt_wav),

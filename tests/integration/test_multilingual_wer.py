@@ -9,14 +9,11 @@ speaks Mandarin. Whisper base answers the Mandarin clip in Traditional character
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
 from clonebench.core.hashing import HashCache
 from clonebench.evaluate import transcript, zh_text
-from tests.conftest import score_item
+from tests.conftest import espeak_clips, score_item
 from tests.unit.test_text_rules import upstream_score
 
 pytestmark = pytest.mark.slow
@@ -33,15 +30,10 @@ CLIPS = {
 
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh`")
-    folder = tmp_path_factory.mktemp("espeak_multilingual")
-    out = {}
-    for name, (voice, spoken, reference, language) in CLIPS.items():
-        path = folder / f"{name}.wav"
-        subprocess.run(["espeak-ng", "-v", *voice.split(), "-w", str(path), spoken], check=True, capture_output=True)
-        out[name] = score_item(path, text=reference, language=language, sample_id=name)
-    return out
+    paths = espeak_clips(tmp_path_factory.mktemp("espeak_multilingual"),
+                         {name: (voice, spoken) for name, (voice, spoken, _, _) in CLIPS.items()})
+    return {name: score_item(paths[name], text=reference, language=language, sample_id=name)
+            for name, (_, _, reference, language) in CLIPS.items()}
 
 
 @pytest.fixture(scope="module")

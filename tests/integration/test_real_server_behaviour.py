@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np

@@ -6,8 +6,6 @@ and the text rule. The numbers mean nothing; they must be finite, deterministic 
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
 
 import pytest
 
@@ -18,7 +16,7 @@ pytest.importorskip("zhon", reason="seed_wer_zh needs zhon (the eval extra)")
 from clonebench.core.hashing import HashCache, sha256_file  # noqa: E402
 from clonebench.evaluate.assets import AssetError  # noqa: E402
 from clonebench.evaluate.seedtts_text import seedtts_wer, zh_simplified  # noqa: E402
-from tests.conftest import score_item  # noqa: E402
+from tests.conftest import espeak_clips, score_item  # noqa: E402
 from tests.peer import one_torch_thread  # noqa: E402
 
 TEXTS = ("你好，世界。", "我们是中国人！", "「他说：好的」")
@@ -33,15 +31,9 @@ def tiny_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh` (apt-get install espeak-ng)")
-    folder = tmp_path_factory.mktemp("seedtts_zh_clips")
-    out = []
-    for n, text in enumerate(TEXTS):
-        path = folder / f"zh{n}.wav"
-        subprocess.run(["espeak-ng", "-v", "cmn", "-w", str(path), text], check=True, capture_output=True)
-        out.append((path, text))
-    return out
+    spoken = {f"zh{n}": ("cmn", text) for n, text in enumerate(TEXTS)}
+    paths = espeak_clips(tmp_path_factory.mktemp("seedtts_zh_clips"), spoken)
+    return list(zip(paths.values(), TEXTS))
 
 
 def scorer_for(folder, **options):

@@ -49,7 +49,7 @@ def test_ids_that_cannot_be_file_names_are_refused_naming_the_field(dataset, fie
     pairs[3][field] = value
     with pytest.raises(ManifestError) as caught:
         build_samples(_write_json(dataset, pairs), dataset, Selection(None), 42)
-    assert f"row 3" in str(caught.value) and f"'{said}'" in str(caught.value)
+    assert "row 3" in str(caught.value) and f"'{said}'" in str(caught.value)
     assert 3 in caught.value.bad_rows
 
 

@@ -9,18 +9,13 @@ text or language: babble and wrong_language are not raised on one.
 
 from __future__ import annotations
 
+from clonebench.core.cells import strict_number
 from clonebench.failures.text import repeat_excess, same_language
 from clonebench.failures.thresholds import DEFAULT, FLAGS, Thresholds
 
 
 def _number(row: dict, key: str) -> float | None:
-    value = row.get(key)
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+    return strict_number(row.get(key))
 
 
 def audio_flags(values: dict, t: Thresholds = DEFAULT) -> dict[str, str]:

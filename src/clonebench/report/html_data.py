@@ -8,8 +8,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clonebench.core.cells import as_number
 from clonebench.evaluate.registry import UNVERIFIED
-from clonebench.report.tables import ResultTable, as_number, load_run
+from clonebench.report.tables import ResultTable, load_run
 
 # per-sample numbers the page can show, in this order (only those some run has are shown)
 SAMPLE_METRICS = ("sim", "sva", "wer", "mcd", "dnsmos", "mos", "emotion_match", "generated_duration_s",

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
+from clonebench.core.cells import as_number
 from clonebench.report.format import metric_label, metric_number
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import (
@@ -35,7 +36,6 @@ from clonebench.report.paper import (
     split_rows,
 )
 from clonebench.report.plots import write_plots
-from clonebench.report.tables import as_number
 from clonebench.stats.paired import paired_summary
 
 PAGE = "index.html"

@@ -15,10 +15,10 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from clonebench.core.cells import as_number
 from clonebench.core.hashing import sha256_file
 from clonebench.failures.thresholds import FLAGS, describe
 from clonebench.report.html_data import RunView, shown_metrics
-from clonebench.report.tables import as_number
 
 LETTERS = "ABCDEFGH"
 SHORT = {"generated_duration_s": "audio s", "synthesis_time_s": "request s"}  # no deltas for these

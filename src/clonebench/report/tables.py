@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clonebench.core.cells import as_number
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import escape_terminal
 from clonebench.data.identity import digest
@@ -53,17 +53,6 @@ class ResultTable:
 
     def values(self, metric: str) -> list[float | None]:
         return [as_number(r.get(metric)) for r in self.rows]
-
-
-def as_number(value) -> float | None:
-    """A finite float from a CSV/JSON cell, else None."""
-    if value in (None, ""):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def load_run(run_dir: Path) -> ResultTable:

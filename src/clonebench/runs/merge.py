@@ -20,6 +20,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from clonebench.core.atomic import atomic_write_json, atomic_write_text
+from clonebench.core.cells import as_number
 from clonebench.core.confine import inside
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
@@ -33,7 +34,6 @@ from clonebench.generate.journal import (
     record_problem,
     samples_problem,
 )
-from clonebench.report.tables import as_number
 
 VOLATILE = ("created_at", "updated_at", "finished_at", "run_dir", "config_source")
 

@@ -14,9 +14,10 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from clonebench.core.cells import as_number
 from clonebench.core.errors import ClonebenchError
 from clonebench.data.seedtts import benchmark_set, is_meta_list
-from clonebench.report.tables import ResultTable, as_number, load_run
+from clonebench.report.tables import ResultTable, load_run
 from clonebench.stats.utterance import bootstrap_ci
 
 RULES = {"count": "missing outputs count as failures (WER 100 %, SIM 0)",

@@ -5,13 +5,8 @@ code is not imported at run time); the tests compare against upstream's function
 
 from __future__ import annotations
 
-from clonebench.report.tables import as_number
+from clonebench.core.cells import strict_number as _number  # a bool never counts as a number (as upstream)
 from clonebench.suite.definition import UPSTREAM_METRICS
-
-
-def _number(value) -> float | None:
-    """A finite float from a cell (``tables.as_number``), a bool never counting as a number (as upstream)."""
-    return None if isinstance(value, bool) else as_number(value)
 
 
 def valid(metric: str, value) -> bool:
