@@ -478,3 +478,61 @@ def test_raters_in_headless_chromium_complete_a_served_arena_test(arena_dir, tmp
     served = results(folder, files)
     assert served["raters"]["kept"] == 2
     assert [r["label"] for r in served["arena"]["systems"]] == ["fish", "s2cpp", "third"]
+
+
+POLICY = object()  # the scripted answer, not a value given
+SERVED_TRUTH = {"smos": {"S1": 4, "S2": 2, "natural": 5}, "cmos": {"S1": 4, "S2": 2, "natural": 5},
+                "mushra": {"S1": 70, "S2": 40, "natural": 100, "anchor": 15}}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("kind", ["smos", "cmos", "mushra"])
+def test_three_raters_complete_each_other_kind_served_and_the_export_recovers_the_difference(
+        kind, runs, tmp_path, capsys):  # noqa: F811 (runs: the arena's fixture)
+    """SMOS (a reference per trial), CMOS (an ordered pair) and MUSHRA (a list of ratings against a reference) go
+    through the same server path as MOS: each answer validated against the trial shown, stored, exported to the
+    ratings files that listening-results reads, and the scripted difference recovered from them."""
+    from tests.listening_browser import key_policy
+
+    out = tmp_path / kind
+    assert cli(["listening-test", str(runs["run_a"]), str(runs["run_b"]), "--kind", kind, "--items", "2",
+                "--output", str(out), "--seed", "5", "--checks", "1"]) == 0
+    key = load_key(out)
+    policy = key_policy(key, SERVED_TRUTH[kind])
+
+    def answer(key, rater, shown, position, value=POLICY):
+        heard = shown["clips"] + ([shown["reference"]] if shown["reference"] else [])
+        record = {k: v for k, v in record_for(key, rater, shown, position).items() if k != "rating"}
+        value = policy(kind, shown["clips"], shown["reference"]) if value is POLICY else value
+        return record | {"plays": {c: 1 for c in heard}, "ends": {c: 1 for c in heard},
+                         ("ratings" if kind == "mushra" else "rating"): value}
+
+    server = Server(out, "--raters", "3")
+    try:
+        with httpx.Client(base_url=server.base, timeout=20) as client:  # an answer on another scale is refused
+            auth = {"Authorization": f"Bearer {token_of(server.links[0])}"}
+            shown = client.get("/api/config", headers=auth).json()["order"]["training"][0]
+            lo, hi = (0, 100) if kind == "mushra" else (-3, 3) if kind == "cmos" else (1, 5)
+            for bad in (3, [3], [3] * len(shown["clips"]) + [3], [hi + 1] * len(shown["clips"]), [1.5]) \
+                    if kind == "mushra" else (hi + 1, lo - 1, [lo], "3", 2.5, True, None):
+                reply = client.post("/api/answer", headers=auth,
+                                    json={"phase": "training", "record": answer(key, "x", shown, 0, bad)})
+                assert reply.status_code == 422 and "rating" in reply.text, (bad, reply.text)
+            assert client.get("/api/config", headers=auth).json()["answered"] == {"training": [], "test": []}
+        with ThreadPoolExecutor(3) as pool:
+            done = list(pool.map(lambda link: rate(server.base, key, token_of(link), answer=answer), server.links))
+        assert all(len(d["test"]) == len(d["order"]["test"]) for d in done)
+        assert cli(["listening-serve", str(out), "--export"]) == 0
+    finally:
+        server.stop()
+    capsys.readouterr()
+    files = sorted((out / "ratings").glob("server-*.json"))
+    assert len(files) == 3 and all(check_sheet(f, key)[1] == [] for f in files)
+    served = results(out, files)
+    assert served["raters"]["kept"] == 3
+    if kind == "cmos":
+        [row] = json.loads((out / "results.json").read_text())["cmos"]
+        assert (row["first"], row["second"], row["mean"]) == ("S1", "S2", -2.0)
+    else:
+        assert {r["condition"]: r["mean"] for r in served["scores"]} == SERVED_TRUTH[kind]
