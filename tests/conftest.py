@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -48,11 +49,27 @@ CONFIGS = REPO / "configs"
 LIBRITTS16 = REPO / "reproduction" / "subsets" / "libritts16_v1" / "metadata.json"
 
 
+def require_espeak() -> None:
+    """Fail (not skip) where eSpeak NG is missing: every real-speech fixture needs it."""
+    if shutil.which("espeak-ng") is None:
+        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh` (apt-get install espeak-ng)")
+
+
+def espeak_clips(folder: Path, spoken: dict[str, tuple[str, str]]) -> dict[str, Path]:
+    """Speak each ``{name: (voice arguments, text)}`` with eSpeak NG into ``folder/<name>.wav``."""
+    require_espeak()
+    paths = {}
+    for name, (voice, text) in spoken.items():
+        paths[name] = folder / f"{name}.wav"
+        subprocess.run(["espeak-ng", "-v", *voice.split(), "-w", str(paths[name]), text], check=True,
+                       capture_output=True)
+    return paths
+
+
 @pytest.fixture(scope="session")
 def demo_dataset(tmp_path_factory) -> Path:
     """A read-only-by-convention eSpeak NG dataset (4 speakers x 2 pairs); copy it before changing it."""
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh` (apt-get install espeak-ng)")
+    require_espeak()
     from clonebench.demo.dataset import build_demo_dataset
 
     return build_demo_dataset(tmp_path_factory.mktemp("demo_data")).parent
@@ -259,8 +276,7 @@ OFFLINE_SCORERS = ("evaluation.whisper.backend=faster_whisper", "evaluation.whis
 @pytest.fixture(scope="session")
 def crafted_cases(tmp_path_factory) -> dict:
     """The crafted failure clips (tests/crafted_failures.py), built once: {case name: CraftedCase}; read-only."""
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is missing: run `bash scripts/setup.sh` (apt-get install espeak-ng)")
+    require_espeak()
     from tests.crafted_failures import build_crafted
 
     return build_crafted(tmp_path_factory.mktemp("crafted_failures"))
