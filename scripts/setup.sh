@@ -18,10 +18,17 @@ command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
 [ -d /usr/share/pocketsphinx/test/data/librivox ] || need_apt+=(pocketsphinx-testdata)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the HTML report's browser test (headless)
 command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)   # openai-whisper reads audio with the ffmpeg CLI
+# listening-serve behind the docs' reverse proxies (the tests run only their binaries, never a system service)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need_apt+=(nginx)
+command -v caddy >/dev/null 2>&1 || need_apt+=(caddy)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: apt-get install ${need_apt[*]}"
     apt-get update -qq >/dev/null
+    if [ ! -e /usr/sbin/policy-rc.d ]; then   # no package starts a service (nginx, caddy): tests run the binaries
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
+      trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
     echo "setup: please install the Debian packages: ${need_apt[*]}" >&2
@@ -34,7 +41,7 @@ import importlib.metadata as md, sys
 md.version("clonebench")
 for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
              "playwright", "pyloudnorm", "krippendorff", "import-linter", "mkdocs", "mkdocs-material",
-             "hypothesis", "pydantic"):
+             "hypothesis", "pydantic", "trustme"):
     md.version(name)
 extras = sys.argv[1].split(",")
 public = lambda name: md.version(name).split("+", 1)[0]   # 2.11.0+cu128 is 2.11.0: a local build is kept

@@ -57,7 +57,7 @@ class Server:
             lines.append(line)
             if "#token=" in line and line.startswith("http"):
                 self.links.append(line.strip())
-            match = re.search(r"serving (http://\S+)", line)
+            match = re.search(r"serving (https?://\S+)", line)
             if match:
                 self.base = match.group(1)
                 return

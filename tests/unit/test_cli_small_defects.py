@@ -264,3 +264,11 @@ def test_a_table_of_published_rows_only_has_no_bold():
 
     rows = [r for r in _rows() if r["source"] == "paper"]
     assert "**" not in markdown(rows).split("\n\n")[0] and r"\textbf" not in latex(rows)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "fast", ""])
+def test_listening_serve_refuses_a_rate_limit_that_is_not_a_positive_number(value, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli(["listening-serve", str(tmp_path), "--rate-limit", value])
+    assert exited.value.code == 2
+    assert f"--rate-limit: {value!r} is not a positive number of requests a second" in _error(capsys)

@@ -1,6 +1,7 @@
 """Serve a listening test that `clonebench listening-test` built, and collect the ratings as raters answer.
 
-    clonebench listening-serve DIR --raters N [--host H] [--port P] [--public-url URL] [--completion-url URL]
+    clonebench listening-serve DIR --raters N [--host H] [--port P] [--public-url URL] [--forwarded-allow-ips IPS]
+                                          [--completion-url URL]
     clonebench listening-serve DIR --open [PARAM] ...     (raters join from a platform link: ?PROLIFIC_PID=...)
     clonebench listening-serve DIR --export               (write DIR/ratings/server-*.json and exit)
 
@@ -31,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
     parser.add_argument("--public-url", help="the base URL raters reach (behind a reverse proxy), for the links")
+    parser.add_argument("--forwarded-allow-ips", default="127.0.0.1,::1", metavar="IPS",
+                        help="proxies whose X-Forwarded-For names the rater's address, comma-separated (default "
+                             "127.0.0.1,::1: a reverse proxy on this host; '' believes none)")
+    parser.add_argument("--rate-limit", type=_positive, default=10.0, metavar="PER_S",
+                        help="answers per rater token and joins per address a second, after a burst of 40 "
+                             "(default 10)")
     parser.add_argument("--admin-token-file", type=Path, help="the admin token (default: DIR/server/admin_token, "
                                                                "generated with mode 0600)")
     parser.add_argument("--completion-url", help="send a finished rater there: {code} and {participant} are "
@@ -38,6 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--completion-code", help="one completion code for every rater (default: one per rater)")
     parser.add_argument("--max-lifetime", type=float, help="stop after this many seconds")
     parser.add_argument("--export", action="store_true", help="write the finished raters' ratings files and exit")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of requests a second")
+    return value
 
 
 def _links(path: Path, lines: list[str]) -> None:
@@ -93,13 +110,15 @@ def run(args: argparse.Namespace) -> int:
         if "hooks.answer" not in page:
             print("warning: this test's page was built by an older clonebench: it cannot post its answers "
                   "(rebuild the test with `clonebench listening-test`)", file=sys.stderr)
-        settings = Settings(tokens.digest(admin), args.completion_url, args.completion_code, args.open)
+        settings = Settings(tokens.digest(admin), args.completion_url, args.completion_code, args.open,
+                            rate_per_second=args.rate_limit)
         app = create_app(args.test_dir, key, store, settings)
         if args.open:
             print(f"platform link: {base}/?{args.open}=<participant id>")
         print(f"admin: {base}/admin#token=<the token in {admin_path}>")
         print(f"listening-serve: serving {base} (test {key['test_id']}, {key['kind']})", flush=True)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                               proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips))
         if args.max_lifetime:
             timer = threading.Timer(args.max_lifetime, lambda: setattr(server, "should_exit", True))
             timer.daemon = True
