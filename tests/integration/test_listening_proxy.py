@@ -94,11 +94,12 @@ def start_proxy(kind: str, work: Path, port: int, upstream: int, chain: Path, ke
                                         f"    http_port {free_port()}\n    storage file_system {work / 'data'}\n}}\n"
                                         f"{block}")
         command = [binary("caddy"), "run", "--config", str(work / "Caddyfile"), "--adapter", "caddyfile"]
-    proxy = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with open(work / "proxy.log", "wb") as log:  # a file, not a pipe nobody drains while the test runs
+        proxy = subprocess.Popen(command, env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proxy.poll() is not None:
-            raise AssertionError(f"{kind} did not start: {proxy.stderr.read()}")
+            raise AssertionError(f"{kind} did not start: {(work / 'proxy.log').read_text(errors='replace')}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return proxy
