@@ -480,7 +480,7 @@ def check_cosyvoice(pairs: list[dict], data: Path, seen: list[dict], manifest: d
 
 
 def check_gpt_sovits(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
-    import hashlib
+    from clonebench.core.hashing import sha256_file
 
     problems = []
     seeds = seeds_of(manifest)
@@ -489,7 +489,7 @@ def check_gpt_sovits(pairs: list[dict], data: Path, seen: list[dict], manifest: 
         check_fields(pair, event, {
             "prompt_text": pair["prompt_text"], "text_lang": pair["target_language"].lower(),
             "prompt_lang": pair["prompt_language"].lower(), "seed": seeds.get(pair["source_index"]),
-            "ref_sha256": hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()}, problems)
+            "ref_sha256": sha256_file(data / pair["prompt_file_name"])}, problems)
         if Path(event["ref_audio_path"]).resolve().parent != share:
             problems.append(f"ref_audio_path {event['ref_audio_path']} is not in the share {share}")
     return share_emptied(share, problems)
@@ -514,7 +514,7 @@ def check_zonos2(pairs: list[dict], data: Path, seen: list[dict], manifest: dict
 
 
 def check_sglang_omni(pairs: list[dict], data: Path, seen: list[dict], manifest: dict, work: Path) -> list[str]:
-    import hashlib
+    from clonebench.core.hashing import sha256_file
 
     problems = []
     seeds = seeds_of(manifest)
@@ -522,7 +522,7 @@ def check_sglang_omni(pairs: list[dict], data: Path, seen: list[dict], manifest:
     for pair, event in seen_pairs(pairs, seen, "text", problems):
         check_fields(pair, event, {"reference_texts": [pair["prompt_text"]], "seed": seeds.get(pair["source_index"]),
                                    "sampling_seed": None, "response_format": "wav"}, problems)
-        clip = hashlib.sha256((data / pair["prompt_file_name"]).read_bytes()).hexdigest()
+        clip = sha256_file(data / pair["prompt_file_name"])
         staged = event.get("staged") or [{}]
         if len(staged) != 1 or staged[0].get("sha256") != clip:
             problems.append(f"{pair['pair_id']}: staged reference {staged} is not {pair['prompt_file_name']}")

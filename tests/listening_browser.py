@@ -12,6 +12,13 @@ from typing import Callable
 # answer(kind, clip ids as shown, reference clip id or None) -> an int (MOS, SMOS, CMOS) or one int per clip (MUSHRA)
 Policy = Callable[[str, list[str], str | None], object]
 
+TRUTH = {  # what the scripted rater answers per condition: run_a (S1) clearly better than run_b (S2)
+    "mos": {"S1": 4, "S2": 2, "natural": 5},
+    "smos": {"S1": 4, "S2": 2, "natural": 5},
+    "cmos": {"S1": 4, "S2": 2, "natural": 5},
+    "mushra": {"S1": 70, "S2": 40, "natural": 100, "anchor": 15},
+}
+
 
 def watch(page, inside: str) -> dict:
     """Collect console errors, page errors and requests; abort (and record) any request outside ``inside``."""

@@ -18,16 +18,10 @@ import pytest
 from clonebench.cli.main import main as cli
 from clonebench.listening.ratings import check_sheet, load_key
 from tests.browser_wait import wait_until
-from tests.listening_browser import answer_trial, complete, key_policy, shown_clips, watch
+from tests.listening_browser import TRUTH, answer_trial, complete, key_policy, shown_clips, watch
 from tests.listening_runs import generation_runs
 
 HOSTILE = "Rate <script>window.__pwned = 1</script> & </script><!-- <b>this</b>"
-TRUTH = {  # what the scripted rater answers per condition: run_a (S1) clearly better than run_b (S2)
-    "mos": {"S1": 4, "S2": 2, "natural": 5},
-    "smos": {"S1": 4, "S2": 2, "natural": 5},
-    "cmos": {"S1": 4, "S2": 2, "natural": 5},
-    "mushra": {"S1": 70, "S2": 40, "natural": 100, "anchor": 15},
-}
 
 
 @pytest.fixture(scope="module")

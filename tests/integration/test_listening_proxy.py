@@ -21,7 +21,7 @@ import pytest
 from clonebench.cli.main import main as cli
 from clonebench.listening.ratings import check_sheet, load_key
 from clonebench.listening.server.tokens import RateBound
-from tests.integration.test_listening_server import Server, record_for, test_dir, token_of  # noqa: F401 (fixture)
+from tests.integration.test_listening_server import Server, rate, test_dir, token_of  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -109,16 +109,12 @@ def start_proxy(kind: str, work: Path, port: int, upstream: int, chain: Path, ke
     raise AssertionError(f"{kind} did not listen on 127.0.0.1:{port} within 30 s")
 
 
-class Through:
-    """Requests to the public name over TLS, sent to the proxy's loopback port (SNI and Host are the public name)."""
-
-    def __init__(self, port: int, context: ssl.SSLContext, token: str | None = None):
-        headers = {"Host": f"{HOST}:{port}", **({"Authorization": f"Bearer {token}"} if token else {})}
-        self.client = httpx.Client(base_url=f"https://127.0.0.1:{port}", verify=context, headers=headers,
-                                   timeout=20)
-
-    def __call__(self, method: str, path: str, **options) -> httpx.Response:
-        return self.client.request(method, path, extensions={"sni_hostname": HOST}, **options)
+def through(port: int, context: ssl.SSLContext, token: str | None = None) -> httpx.Client:
+    """A client for the public name over TLS, connecting to the proxy's loopback port (SNI and Host are the public
+    name, so the certificate is checked against it)."""
+    headers = {"Host": f"{HOST}:{port}", **({"Authorization": f"Bearer {token}"} if token else {})}
+    return httpx.Client(base_url=f"https://127.0.0.1:{port}", verify=context, headers=headers, timeout=20,
+                        event_hooks={"request": [lambda request: request.extensions.update(sni_hostname=HOST)]})
 
 
 @pytest.mark.timeout(180)
@@ -137,30 +133,25 @@ def test_a_rater_completes_a_test_through_the_docs_reverse_proxy_over_tls(kind, 
     try:
         [link] = server.links
         assert link.startswith(f"https://{HOST}:{port}/#token=")
-        rater = Through(port, context, token_of(link))
-        page = rater("GET", "/")
-        assert page.status_code == 200 and "connect-src 'self'" in page.headers["content-security-policy"]
-        clip = next(iter(key["clips"]))
-        wav = rater("GET", f"/clips/{clip}.wav")
-        assert wav.content == (folder / "site" / "clips" / f"{clip}.wav").read_bytes()
-        for path in ("/key.json", "/server/admin_token", "/../key.json", "/%2e%2e/key.json"):
-            reply = rater("GET", path)
-            assert reply.status_code in (400, 404) and key["salt"] not in reply.text, (path, reply.status_code)
-        state = rater("GET", "/api/config").json()
-        for phase in ("training", "test"):
-            for position, shown in enumerate(state["order"][phase]):
-                record = record_for(key, state["rater_id"], shown, position)
-                reply = rater("POST", "/api/answer", json={"phase": phase, "record": record})
-                assert reply.status_code == 200, reply.text
-        assert rater("GET", "/api/config").json()["finished"]
-        for size in (20_000, 100_000):  # over the server's 16 KiB; over nginx's 64k too
-            reply = rater("POST", "/api/answer", content=b'{"pad": "' + b"x" * size + b'"}',
-                          headers={"Content-Type": "application/json"})
-            assert reply.status_code == 413, (size, reply.status_code)
+        with through(port, context, token_of(link)) as rater:
+            page = rater.get("/")
+            assert page.status_code == 200 and "connect-src 'self'" in page.headers["content-security-policy"]
+            clip = next(iter(key["clips"]))
+            wav = rater.get(f"/clips/{clip}.wav")
+            assert wav.content == (folder / "site" / "clips" / f"{clip}.wav").read_bytes()
+            for path in ("/key.json", "/server/admin_token", "/../key.json", "/%2e%2e/key.json"):
+                reply = rater.get(path)
+                assert reply.status_code in (400, 404) and key["salt"] not in reply.text, (path, reply.status_code)
+            rate("", key, token_of(link), client=through(port, context))
+            assert rater.get("/api/config").json()["finished"]
+            for size in (20_000, 100_000):  # over the server's 16 KiB; over nginx's 64k too
+                reply = rater.post("/api/answer", content=b'{"pad": "' + b"x" * size + b'"}',
+                                   headers={"Content-Type": "application/json"})
+                assert reply.status_code == 413, (size, reply.status_code)
         # the proxy writes X-Forwarded-For itself: a spoofed one does not give a rater a fresh join limit
-        anyone = Through(port, context)
-        codes = [anyone("POST", "/api/join", json={"participant": f"P{n}"}, headers={"X-Forwarded-For": f"10.0.0.{n}"}
-                        ).status_code for n in range(BURST + 3)]
+        with through(port, context) as anyone:
+            codes = [anyone.post("/api/join", json={"participant": f"P{n}"},
+                                 headers={"X-Forwarded-For": f"10.0.0.{n}"}).status_code for n in range(BURST + 3)]
         assert codes == [200] * BURST + [429] * 3, codes
     finally:
         proxy.terminate()

@@ -15,6 +15,7 @@ clonebench listening-results DIR DIR/ratings/*.json
 from __future__ import annotations
 
 import argparse
+import math
 import socket
 import sys
 import threading
@@ -51,8 +52,8 @@ def _positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
+        value = math.nan
+    if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of requests a second")
     return value
 
