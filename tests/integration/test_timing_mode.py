@@ -39,5 +39,5 @@ def test_timing_run_records_latency_figures(tmp_path, dataset):
 
 def test_timing_mode_only_where_implemented(tmp_path, dataset):
     with pytest.raises(ConfigError, match="measure=ttfb is implemented for fish_s2_http"):
-        generate_run(tmp_path, dataset, "http://127.0.0.1:9", "adversary=openai_speech", "adversary.measure=ttfb",
-                     path="/v1/audio/speech")
+        generate_run(tmp_path, dataset, "http://127.0.0.1:9", "adversary=s2cpp_http", "adversary.measure=ttfb",
+                     path="/generate")

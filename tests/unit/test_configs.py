@@ -10,10 +10,11 @@ from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 from tests.conftest import CONFIGS, compose
 
+OVERLAYS = ("serving",)  # global-package groups added on top of a primary config (+serving=sweep)
 PRIMARY = sorted(
     str(p.relative_to(CONFIGS).with_suffix(""))
     for p in CONFIGS.rglob("*.yaml")
-    if p.parent == CONFIGS or p.read_text().startswith("# @package _global_")
+    if (p.parent == CONFIGS or p.read_text().startswith("# @package _global_")) and p.parent.name not in OVERLAYS
 )
 GROUPS = {d.name: sorted(p.stem for p in d.glob("*.yaml")) for d in CONFIGS.iterdir() if d.is_dir()
           and d.name in ("dataset", "adversary", "evaluation")}
@@ -46,6 +47,13 @@ def _unread(cfg, name):
 def test_every_group_option_composes(group, option):
     cfg = compose("vc", [f"{group}={option}", *NEEDS])
     assert _unread(cfg, f"{group}={option}") == []
+
+
+@pytest.mark.parametrize("base", ["vc", "demo"])
+def test_the_serving_overlay_composes_on_a_primary_config(base):
+    cfg = compose(base, ["+serving=sweep", *(NEEDS if base == "vc" else [])])
+    assert _unread(cfg, f"{base} +serving=sweep") == []
+    assert read_settings(cfg, "test").client.measure == "stream"
 
 
 def test_the_documented_user_command_composes():

@@ -53,6 +53,8 @@ class PreparedRequest:
     to_wav: Callable[[bytes], bytes] | None = None
     # a non-2xx answer: the protocol's reading of its status and body (e.g. Triton's error JSON), added to the attempt
     describe_error: Callable[[int, bytes], str | None] | None = None
+    # serving runs: a fresh incremental reader of the answer's audio (``stream_decode.py``), counting decodable samples
+    decoder: Callable[[], Any] | None = None
 
     @cached_property
     def sha256(self) -> str:

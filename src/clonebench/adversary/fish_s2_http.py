@@ -19,6 +19,7 @@ import ormsgpack
 import soundfile as sf
 
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
+from clonebench.adversary.stream_decode import PcmStream
 from clonebench.core.config_reader import ConfigReader
 from clonebench.data.audio import InvalidAudio
 
@@ -125,7 +126,7 @@ class FishS2HTTP(Adversary):
             "references": [{"audio": item.reference_audio, "text": item.reference_text}],
             "reference_id": None,
             "format": "wav",
-            "streaming": self.client.measure == "ttfb",
+            "streaming": self.client.streams,
             "seed": item.seed,
             "max_new_tokens": p["max_new_tokens"],
             "chunk_length": p["chunk_length"],
@@ -141,7 +142,9 @@ class FishS2HTTP(Adversary):
             body["references"] = [{"audio": base64.b64encode(item.reference_audio).decode("ascii"),
                                    "text": item.reference_text}]
             content, content_type = json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json"
-        if self.client.measure == "ttfb":  # streamed: headerless s16le mono 44.1 kHz, wrapped into a WAV here
+        if self.client.streams:  # streamed: headerless s16le mono 44.1 kHz, wrapped into a WAV here
             return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
-                                   stream=True, to_wav=pcm16_to_wav)
-        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type})
+                                   stream=True, to_wav=pcm16_to_wav,
+                                   decoder=lambda: PcmStream(STREAM_RATE, wav_header="maybe"))
+        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
+                               decoder=lambda: PcmStream(STREAM_RATE, wav_header="always"))

@@ -13,8 +13,8 @@ temperature, top_p and top_k are copied into stage 0's SamplingParams, so the Fi
 it they only reach ``extra_args``, which the slow AR never reads; repetition_penalty never reaches it. The build
 comes from the service record (``scripts/serve_vllm_omni.py --record``); ``effective_sampling`` follows it and
 says "unknown" without one. The request never holds ``sample_rate`` (no such field at 01bc417 / 20893221; since
-#6553 Fish refuses it with 400) nor ``stream`` (``stream=true`` answers Server-Sent Events unless
-``stream_format="audio"``, #4679: a streamed request would have to send that). Seeds fit int64 (#6598): every
+#6553 Fish refuses it with 400). Timing and serving runs stream: ``stream=true`` with ``stream_format="audio"``
+(else Server-Sent Events, #4490, #4679) and ``response_format="pcm"``: raw s16le at 44.1 kHz as it is made. Seeds fit int64 (#6598): every
 seed is at most SEED_MAX (2**31 - 1), checked with the manifest before any request. The newest servers refuse
 references shorter than 1 s or longer than 30 s (``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``):
 checked here before any request.
@@ -29,12 +29,15 @@ from typing import Any
 import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, ReferenceRule, SynthesisInput, not_ready
+from clonebench.adversary.raw_pcm import pcm_to_wav
+from clonebench.adversary.stream_decode import PcmStream
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repetition_penalty")
 APPLIED_SINCE_5406 = ("temperature", "top_p", "top_k")  # copied into stage 0's SamplingParams since #5406
 DEPLOY_CONFIG = "the server's deploy config (stage 0), not settable per request"
+STREAM_RATE = 44_100  # Fish S2's codec rate: a streamed answer carries no header to say it
 REFERENCE_RULE = ReferenceRule(1.0, 30.0, "vLLM-Omni serving_speech _REF_AUDIO_MIN/MAX_DURATION (01bc417)")
 
 
@@ -51,6 +54,7 @@ def server_root(endpoint_url: str) -> httpx.URL:
 
 class OpenAISpeech(Adversary):
     protocol = "openai_speech"
+    supports_timing = True  # stream=true, stream_format="audio"
 
     @classmethod
     def read_params(cls, reader: ConfigReader) -> dict[str, Any]:
@@ -128,5 +132,15 @@ class OpenAISpeech(Adversary):
         }
         if self.params["model"]:
             body["model"] = self.params["model"]
+        if self.client.streams:  # raw s16le at the model's 44.1 kHz as it is made, not Server-Sent Events (#4679)
+            body.update(stream=True, stream_format="audio", response_format="pcm")
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
+                                   stream=True, to_wav=_stream_to_wav, decoder=lambda: PcmStream(STREAM_RATE))
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"})
+        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
+                               decoder=lambda: PcmStream(STREAM_RATE, wav_header="always"))
+
+
+def _stream_to_wav(body: bytes) -> bytes:
+    return pcm_to_wav(body, sample_rate=STREAM_RATE, sample_format="s16le", server="vLLM-Omni")

@@ -31,11 +31,17 @@ class ClientSettings:
     service_code_path: Path | None
     service_checkpoint_path: Path | None
     service_codec_checkpoint_path: Path | None
-    measure: str = "quality"             # quality | ttfb (timing mode: streamed requests, latency figures)
+    # quality | ttfb (timing mode: streamed requests, latency figures) | stream (a serving run: serving/)
+    measure: str = "quality"
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # no answer is read past this (adversary/bounded.py)
     max_reference_seconds: float | None = 60.0            # longer references are refused at validation
     ready_timeout: float = 300.0         # seconds to poll a server that is still starting (loading its model)
     service_record: Path | None = None   # JSON written by scripts/serve_*.py: the server's exact command line
+
+    @property
+    def streams(self) -> bool:
+        """Timing and serving runs ask for the streamed answer where the protocol has one."""
+        return self.measure in ("ttfb", "stream")
 
 
 def read_client(reader: ConfigReader) -> ClientSettings:
@@ -68,7 +74,7 @@ def read_client(reader: ConfigReader) -> ClientSettings:
         service_code_path=reader.path("adversary.service_code_path", None),
         service_checkpoint_path=reader.path("adversary.service_checkpoint_path", None),
         service_codec_checkpoint_path=reader.path("adversary.service_codec_checkpoint_path", None),
-        measure=reader.str("adversary.measure", "quality", choices=("quality", "ttfb")),
+        measure=reader.str("adversary.measure", "quality", choices=("quality", "ttfb", "stream")),
         max_response_bytes=reader.int("adversary.max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES, minimum=1024),
         max_reference_seconds=reader.float("adversary.max_reference_seconds", 60.0, minimum=0.001, allow_none=True),
         ready_timeout=reader.float("adversary.ready_timeout", 300.0, minimum=0.0),

@@ -14,6 +14,7 @@ from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 from clonebench.data.identity import SEED_MAX
 from clonebench.data.settings import DatasetSettings, read_dataset
+from clonebench.serving.settings import ServingSettings, read_serving
 
 DEFAULT_SEED = 42
 SEED_KEYS = ("seed", "adversary.seed", "vc.seed")
@@ -49,6 +50,7 @@ class RunSettings:
     adversary_params: dict[str, Any] = field(default_factory=dict)
     evaluation: Any = None
     suite: SuiteSettings | None = None
+    serving: ServingSettings | None = None   # a serving run (adversary.measure=stream, +serving=sweep)
 
 
 def read_suite(reader: ConfigReader) -> SuiteSettings | None:
@@ -107,7 +109,15 @@ def read_settings(cfg: DictConfig, source: str, *, check_unread: bool = True,
         adversary_params=params,
         evaluation=read_evaluation(reader, seed),
         suite=suite,
+        serving=read_serving(reader),
     )
+    if (settings.client.measure == "stream") != (settings.serving is not None):
+        raise ConfigError(f"{source}: a serving run needs both adversary.measure=stream and the serving.* settings: "
+                          "start it with +serving=sweep (which sets both), and leave adversary.measure at quality "
+                          "or ttfb otherwise")
+    if settings.serving is not None and (suite is not None or settings.vc.evaluate_only):
+        raise ConfigError(f"{source}: a serving run (+serving=sweep) only sends requests: it cannot be a suite run "
+                          "or +vc.evaluate_only=true")
     if settings.vc.shard_index >= settings.vc.shard_count:
         raise ConfigError(f"{source}: vc.shard.index={settings.vc.shard_index} must be below vc.shard.count="
                           f"{settings.vc.shard_count} (e.g. vc.shard.count=8 'vc.shard.index=range(0,8)' with -m)")

@@ -26,9 +26,12 @@ class RunResult:
     run_dir: Path
     generation: RunStatus | None = None
     evaluation: dict | None = None
+    serving: dict | None = None
 
     @property
     def ok(self) -> bool:
+        if self.serving is not None:
+            return True
         generated = self.generation in (None, RunStatus.GENERATED)
         evaluated = self.evaluation is None or self.evaluation["status"] == "complete"
         return generated and evaluated
@@ -75,6 +78,12 @@ def run(cfg: DictConfig, run_dir: Path, source: str):
             return result
         source_run = source_run_dir(settings.evaluation.generated_audio_dir)
         result.evaluation = run_evaluation(settings, run_dir, source_run, load_samples(settings), header)
+        return result
+    if settings.serving is not None:
+        from clonebench.serving.run import run_serving
+
+        result.serving = run_serving(settings.client, settings.adversary_params, settings.serving,
+                                     load_samples(settings), settings.seed, run_dir, header)
         return result
     recorder = run_generation(settings, run_dir, header)
     result.generation = recorder.status
@@ -145,6 +154,11 @@ def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
         print(shown(result.summary, keep_newlines=True))  # task reasons may quote a server's error text
         print(f"suite {result.status}: {shown(run_dir)} (suite_summary.md, submission.json)")
         return 0 if result.ok else 1
+    if result.serving is not None:
+        from clonebench.report.serving import serving_markdown
+
+        print(serving_markdown(result.serving))
+        print(f"serving run complete: {run_dir} (serving.json)")
     if result.generation is not None:
         print(f"run {result.generation.value}: {run_dir}")
     if result.evaluation is not None:

@@ -24,6 +24,7 @@ from clonebench.core.atomic import atomic_write_text
 from clonebench.standin.behaviours import parse_behaviours
 from clonebench.standin.openai_api import BUILDS
 from clonebench.standin.server import StandinServer
+from clonebench.standin.stream_profile import parse_profile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                              "sample_rate dropped) or after #6553 (sampling applied, sample_rate refused, int64 seeds)")
     parser.add_argument("--references-dir", type=Path, help="folder for reference_id lookups; gpt_sovits: the "
                         "shared folder whose server-side reference paths it reads")
+    parser.add_argument("--stream-profile", metavar="FIELD=VALUE,...",
+                        help="script when each chunk leaves (serving runs' truth): first=0.2,rtf=0.5,slowdown=0.5,"
+                             "jitter=0,chunk=1,schedule=fixed|sentence (clonebench.standin.stream_profile)")
     parser.add_argument("--port-file", type=Path, help="write the bound URL here once listening")
     parser.add_argument("--max-lifetime", type=float, default=3600.0, help="stop by itself after this many seconds")
     batch = parser.add_argument_group("batch mode (no server): ZipVoice-style inference over a prompt list")
@@ -66,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         behaviours = parse_behaviours(args.behaviours)
     except ValueError as exc:
         parser.error(f"--behaviours: {exc}")
+    try:
+        profile = parse_profile(args.stream_profile) if args.stream_profile else None
+    except ValueError as exc:
+        parser.error(f"--stream-profile: {exc}")
     host, _, port = args.listen.rpartition(":")
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     if args.api_key_env and not api_key:
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     server = StandinServer((host or "127.0.0.1", int(port)), api_key=api_key, latency=args.latency,
                            serial=not args.parallel, references_dir=args.references_dir, protocol=args.protocol,
                            tone=args.tone, ignore_seed=args.ignore_seed, vllm_build=args.vllm_build,
-                           behaviours=behaviours)
+                           behaviours=behaviours, stream_profile=profile)
     if args.faults:
         server.faults.add(json.loads(args.faults))
     if args.sticky_fault:

@@ -43,6 +43,7 @@ from clonebench.standin import (
 )
 from clonebench.standin.chunked import write_chunked
 from clonebench.standin.faults import FaultPlan
+from clonebench.standin.stream_profile import InFlight, StreamProfile, scripted_answer
 from clonebench.standin.fish_api import (
     HTTPFailure,
     parse_body,
@@ -69,7 +70,7 @@ class StandinServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], api_key: str | None = None, latency: float = 0.0,
                  serial: bool = True, references_dir: Path | None = None, protocol: str = "fish",
                  tone: bool = False, ignore_seed: bool = False, vllm_build: str = "after-6553",
-                 behaviours: dict[str, float] | str | None = None):
+                 behaviours: dict[str, float] | str | None = None, stream_profile: StreamProfile | None = None):
         if protocol not in PROTOCOL_ROUTES:
             raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOL_ROUTES)}")
         if vllm_build not in openai_api.BUILDS:
@@ -88,7 +89,9 @@ class StandinServer(ThreadingHTTPServer):
         self.faults = FaultPlan()
         self.received: list[dict] = []
         self.received_lock = threading.Lock()
-        self.synthesis_lock = threading.Lock() if serial else None
+        # a scripted streaming profile times every answer itself (stream_profile.py), contention included: no lock
+        self.stream_profile, self.in_flight = stream_profile, InFlight()
+        self.synthesis_lock = threading.Lock() if serial and stream_profile is None else None
 
     @property
     def url(self) -> str:
@@ -253,6 +256,27 @@ class Handler(BaseHTTPRequestHandler):
     def _synthesis(self, raw: bytes) -> None:
         # parsed first: a malformed request (s2.cpp's readiness probe among them) is refused without taking a fault
         request = self._parse(raw)
+        self.script = None
+        if self.server.stream_profile is None:
+            return self._answer_request(request)
+        with self.server.in_flight as in_flight:  # (when it was read, its slowdown) for _answer
+            self.script = (time.perf_counter(), self.server.stream_profile.factor(in_flight))
+            return self._answer_request(request)
+
+    def _answer(self, body: bytes, content_type: str, headers: dict, request: dict, audio: bytes,
+                streamed: str | None) -> None:
+        """The 200 answer: at once, or on the stand-in's scripted streaming profile (``--stream-profile``)."""
+        if self.script is None:
+            if streamed == "sse":
+                body = openai_api.sse(body)
+            return self._send(200, body, content_type, headers, chunked=streamed is not None or
+                              self.server.protocol == "fish")
+        origin, factor = self.script
+        seed = len(self.server.received)
+        scripted_answer(self, self.server.stream_profile, factor, origin, request["text"], audio, body, content_type,
+                        headers, streamed, seed)
+
+    def _answer_request(self, request: dict) -> None:
         fault = self.server.faults.next() or {}
         kind = fault.get("kind")
         if kind == "reset":
@@ -294,12 +318,12 @@ class Handler(BaseHTTPRequestHandler):
             headers = {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
                        "x-vllm-omni-completion-tokens": str(len(audio) // 2048)}
             if request["stream"] == "sse":  # stream=true without stream_format="audio": events, not audio
-                return self._send(200, openai_api.sse(body), "text/event-stream", headers, chunked=True)
-            return self._send(200, body, content_type, headers, chunked=request["stream"] == "audio")
+                return self._answer(body, "text/event-stream", headers, request, audio, "sse")
+            return self._answer(body, content_type, headers, request, audio, "raw" if request["stream"] else None)
         headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
         if request["streaming"]:  # Fish drops the WAV header when streaming: raw s16le
-            return self._send(200, wavs.pcm_only(audio), "audio/wav", headers, chunked=True)
-        self._send(200, audio, "audio/wav", headers, chunked=True)
+            return self._answer(wavs.pcm_only(audio), "audio/wav", headers, request, audio, "raw")
+        self._answer(audio, "audio/wav", headers, request, audio, None)
 
     def _synthesize(self, request: dict, ignore_reference: bool, fault: dict | None = None) -> bytes:
         """The answer's audio (a WAV at ``voice.OUTPUT_RATE``) for every protocol, failure behaviour applied."""
@@ -351,7 +375,7 @@ class Handler(BaseHTTPRequestHandler):
         if not request["text"].strip():  # s2.cpp synthesizes empty text (200): a breath of silence here
             return wavs.silence(0.25, request["seed"])
         if self.server.tone:
-            return wavs.tone(request, style)
+            return wavs.tone(request, style, self.server.stream_profile.audio if self.server.stream_profile else 0.0)
         try:
             return voice.synthesize(request["text"], voice.text_language(request["text"]), style, request["seed"])
         except voice.SpeechError as exc:

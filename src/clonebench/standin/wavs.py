@@ -18,9 +18,10 @@ def nan_wav() -> bytes:
     return out.getvalue()
 
 
-def tone(request: dict, style: dict) -> bytes:
-    """A short tone (pitch from the style, length from the text, seeded dither): for load benchmarks only."""
-    seconds = min(10.0, 0.06 * max(1, len(request["text"])))
+def tone(request: dict, style: dict, seconds: float = 0.0) -> bytes:
+    """A short tone (pitch from the style, length from the text unless given, seeded dither): for load benchmarks
+    and scripted streaming profiles only."""
+    seconds = seconds or min(10.0, 0.06 * max(1, len(request["text"])))
     t = np.arange(int(seconds * OUTPUT_RATE)) / OUTPUT_RATE
     rng = np.random.default_rng(request["seed"])
     samples = 0.2 * np.sin(2 * np.pi * (110 + 3 * style["pitch"]) * t) + rng.normal(0, 1e-4, t.shape)

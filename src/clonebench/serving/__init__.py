@@ -1,0 +1,1 @@
+"""Serving runs (``adversary.measure=stream``): time to first audio, a simulated real-time player, concurrency."""

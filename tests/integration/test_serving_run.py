@@ -1,0 +1,93 @@
+"""Serving runs (adversary.measure=stream, +serving=sweep) against the stand-in's scripted streaming profile: the
+measured TTFA, stalls and capacity match the script.
+
+The script (standin/stream_profile.py): 1.2 s answers in 0.4 s chunks; alone, the first chunk leaves 0.1 s after
+the request and each next one 0.2 s later (RTF 0.5); each other request in flight adds half of that (slowdown 0.5),
+so at N in flight the factor is f = 1 + 0.5 (N - 1): 1, 1.5, 2.5 at N = 1, 2, 4. Hence the truth:
+- TTFA = 0.1 f (+ the loopback and the client: tolerance below, one-sided);
+- chunks leave every 0.2 f s while each plays 0.4 s: no stall at N = 1, 2 (0.2 and 0.3 s), two stalls of
+  0.5 s - 0.4 s = 0.1 s at N = 4, the first once the first chunk has played (TTFA + 0.4 s), with no pre-buffer;
+- capacity at a 0.2 s TTFA budget and no starvation: 2 (N = 4 breaks both).
+Tolerances: times +40 ms / -5 ms of the script (a loaded 2-core CI machine), stall totals +-30 ms.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clonebench.runs.pipeline import run
+from clonebench.standin.process import start_process
+from tests.conftest import compose
+
+PROFILE = "first=0.1,rtf=0.5,slowdown=0.5,chunk=0.4,audio=1.2"
+LATE, EARLY = 0.04, 0.005
+
+
+def serving_run(tmp_path, data, url, path, *extra):
+    run_dir = tmp_path / "results" / "serving"
+    overrides = [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
+                 f"dataset.root_path={data}", f"adversary.endpoint_url={url}{path}", "adversary.ready_timeout=5",
+                 "+serving=sweep", "adversary.reference_check=false", "adversary.max_samples=4",
+                 "serving.requests_per_level=4", "serving.warmup_requests=1", "serving.bootstrap_resamples=200",
+                 *extra]
+    result = run(compose("demo", overrides), run_dir, "configs/demo.yaml (test)")
+    return result, json.loads((run_dir / "serving.json").read_text()), \
+        json.loads((run_dir / "run_manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def scripted(tmp_path_factory):
+    process, url = start_process(tmp_path_factory.mktemp("standin") / "port", "--tone", "--stream-profile", PROFILE,
+                                 max_lifetime=300)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_closed_loop_matches_the_script(tmp_path, dataset, scripted):
+    result, data, manifest = serving_run(tmp_path, dataset, scripted, "/v1/tts", "serving.mode=closed",
+                                         "serving.levels=[1,2,4]", "serving.prebuffer_s=0", "serving.ttfa_budget_s=0.2")
+    assert result.ok and manifest["measure"] == "stream" and "ttfa_s" in manifest["serving_definitions"]
+    assert data["streamed"] and data["cold"]["ok"] and len(data["warmup"]) == 1
+    by_level = {x["level"]: x for x in data["levels"]}
+    for n, factor in ((1, 1.0), (2, 1.5), (4, 2.5)):
+        level = by_level[n]
+        measured = [r for r in level["records"] if r["phase"] == "measured"]
+        assert len(measured) == 4 and all(r["ok"] for r in measured)
+        assert sum(r["phase"] == "ramp" for r in level["records"]) == n
+        for r in measured:
+            assert 0.1 * factor - EARLY <= r["ttfa_s"] <= 0.1 * factor + LATE, (n, r)
+            assert r["ttfb_s"] <= r["ttfa_s"] and r["audio_s"] == pytest.approx(1.2)
+            assert r["chunks"]["audio_ms"][-1] == pytest.approx(1200) and sum(r["chunks"]["bytes"]) == 1.2 * 44100 * 2
+            player = r["player"]
+            if n < 4:
+                assert player["stalls"] == 0 and player["stalled_s"] == 0, (n, player)
+            else:
+                assert player["stalls"] == 2 and player["stalled_s"] == pytest.approx(0.2, abs=0.03), player
+                assert player["first_stall_s"] == pytest.approx(r["ttfa_s"] + 0.4, abs=0.03)
+        summary = level["summary"]
+        assert summary["errors"] == 0 and summary["starvation_rate"] == (1.0 if n == 4 else 0.0)
+        assert 0.1 * factor - EARLY <= summary["ttfa_s"]["p95"]["value"] <= 0.1 * factor + LATE
+        low, high = summary["ttfa_s"]["p50"]["ci"]
+        assert low <= summary["ttfa_s"]["p50"]["value"] <= high
+        # audio over the measured window; at most N streams of 1.2 s each lasting f (0.1 + 0.5 * 0.8) s
+        window = max(r["started_s"] + r["total_s"] for r in measured) - min(r["started_s"] for r in measured)
+        assert summary["throughput"] == pytest.approx(4 * 1.2 / window, rel=1e-3)
+        assert summary["throughput"] <= n * 1.2 / (0.5 * factor) * 1.05
+        if n == 1:  # one after another: the steady state itself
+            assert summary["throughput"] == pytest.approx(1.2 / 0.5, rel=0.15)
+    (capacity,) = data["capacity"]
+    assert capacity["capacity"] == 2 and "level 4" in capacity["limited_by"]
+
+
+def test_prebuffer_absorbs_the_stalls(tmp_path, dataset, scripted):
+    """With 0.8 s pre-buffered at N = 4 (chunks 0 and 1: playback starts at 0.25 + 0.5 s) chunk 2 arrives at
+    0.25 + 1.0 s while the buffer lasts to 0.75 + 0.8 s: no stall, at the price of a later start."""
+    _, data, _ = serving_run(tmp_path, dataset, scripted, "/v1/tts", "serving.mode=closed", "serving.levels=[4]",
+                             "serving.prebuffer_s=0.8")
+    for r in (r for r in data["levels"][0]["records"] if r["phase"] == "measured"):
+        assert r["player"]["stalls"] == 0 and r["player"]["start_s"] == pytest.approx(0.75, abs=LATE), r["player"]

@@ -1,0 +1,101 @@
+"""The simulated 1x player, the streamed-audio decoders and the serving percentiles, against hand-worked cases."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from clonebench.adversary.stream_decode import PcmStream, SseAudioStream, StreamNotAudio
+from clonebench.serving.player import play
+from clonebench.serving.summary import capacity
+from clonebench.serving.sweep import poisson_arrivals
+from clonebench.stats.quantiles import percentile_cis
+
+
+def test_a_stream_ahead_of_the_player_never_stalls():
+    result = play([(0.2, 1.0), (0.9, 2.0), (1.5, 3.0)], prebuffer_s=0.0)
+    assert (result.start_s, result.stalls, result.stalled_s, result.first_stall_s) == (0.2, 0, 0.0, None)
+
+
+def test_late_chunks_stall_by_their_lateness():
+    # 1 s chunks every 1.5 s: playback starts at 0.5, runs out at 1.5 (chunk 2 at 2.0), then at 3.0 (chunk 3 at 3.5)
+    result = play([(0.5, 1.0), (2.0, 2.0), (3.5, 3.0)], prebuffer_s=0.0)
+    assert result.stalls == 2 and result.stalled_s == pytest.approx(1.0) and result.first_stall_s == pytest.approx(1.5)
+    assert result.starved
+
+
+def test_the_prebuffer_delays_the_start_and_absorbs_a_late_chunk():
+    # 2 s buffered at 2.0 last until 4.0: the third chunk (3.5) is in time
+    result = play([(0.5, 1.0), (2.0, 2.0), (3.5, 3.0)], prebuffer_s=2.0)
+    assert result.start_s == 2.0 and result.stalls == 0 and result.stalled_s == 0.0
+    # an answer shorter than the pre-buffer starts when it is complete
+    assert play([(0.1, 0.3), (0.2, 0.6)], prebuffer_s=5.0).start_s == 0.2
+
+
+def test_gaps_under_a_millisecond_are_not_stalls_and_silence_is_none():
+    assert play([(0.0, 1.0), (1.0005, 2.0)], 0.0).stalls == 0
+    assert play([(0.1, 0.0)], 0.0) is None
+
+
+def _wav(seconds: float, rate: int = 24000, subtype: str = "PCM_16") -> bytes:
+    out = io.BytesIO()
+    sf.write(out, np.zeros(int(seconds * rate), dtype=np.float32), rate, subtype=subtype, format="WAV")
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("subtype, width", [("PCM_16", 2), ("FLOAT", 4)])
+def test_a_wav_stream_counts_no_audio_until_its_header_is_past(subtype, width):
+    body = _wav(0.5, subtype=subtype)
+    decoder = PcmStream(44100, wav_header="always")
+    counts = [decoder.feed(body[i:i + 7]) for i in range(0, len(body), 7)]
+    header = len(body) - 12000 * width
+    first = next(i for i, c in enumerate(counts) if c)
+    assert (first + 1) * 7 >= header + width and decoder.rate == 24000 and decoder.samples == 12000
+    assert decoder.seconds == pytest.approx(0.5)
+
+
+def test_headerless_pcm_counts_whole_samples_and_a_non_wav_is_refused():
+    decoder = PcmStream(44100, wav_header="maybe")
+    assert [decoder.feed(b"\x01"), decoder.feed(b"\x02" * 12), decoder.feed(b"\x03")] == [0, 6, 7]
+    with pytest.raises(StreamNotAudio):
+        PcmStream(44100, wav_header="always").feed(b"<html>proxy error</html>")
+
+
+def test_server_sent_audio_events_split_anywhere():
+    pcm = np.arange(100, dtype="<i2").tobytes()
+    events = b"".join(f"data: {json.dumps({'type': 'speech.audio.delta', 'audio': base64.b64encode(pcm[i:i + 50]).decode()})}\n\n".encode()
+                      for i in range(0, 200, 50)) + b'data: {"type": "speech.audio.done"}\n\n'
+    decoder = SseAudioStream(PcmStream(44100))
+    counts = [decoder.feed(events[i:i + 13]) for i in range(0, len(events), 13)]
+    assert counts[-1] == 100 and counts[0] == 0 and sorted(counts) == counts
+    with pytest.raises(StreamNotAudio):
+        SseAudioStream(PcmStream(44100)).feed(b'data: {"type": "speech.audio.error", "message": "oom"}\n\n')
+
+
+def test_percentile_intervals_cover_the_point_and_poisson_gaps_have_the_rate():
+    values = list(np.random.default_rng(1).exponential(0.3, size=200))
+    cis = percentile_cis(values, (50.0, 95.0), 500, 0.95, seed=3)
+    for cell in cis.values():
+        assert cell["ci"][0] <= cell["value"] <= cell["ci"][1]
+    assert cis["p50"]["value"] == pytest.approx(float(np.median(values)))
+    arrivals = poisson_arrivals(4.0, 4001, seed=7)
+    assert arrivals[0] == 0.0 and 4000 / arrivals[-1] == pytest.approx(4.0, rel=0.05)
+
+
+def test_capacity_is_the_last_level_before_the_first_miss():
+    class S:
+        ttfa_budget_s, starvation_bound = 0.5, 0.0
+
+    def level(n, p95, starved, errors=0):
+        return {"mode": "closed", "level": n, "summary": {"errors": errors, "ok": 4, "requests": 4,
+                                                           "ttfa_s": {"p95": {"value": p95}}, "starvation_rate": starved}}
+    levels = [level(1, 0.1, 0.0), level(2, 0.3, 0.0), level(4, 0.4, 0.25), level(8, 0.2, 0.0)]
+    found = capacity(levels, S, "closed")
+    assert found["capacity"] == 2 and "starved" in found["limited_by"]
+    assert capacity([level(1, 0.9, 0.0)], S, "closed")["capacity"] is None
+    assert capacity([level(1, 0.1, 0.0, errors=1)], S, "closed")["capacity"] is None
