@@ -29,9 +29,11 @@ def serving_run(tmp_path, data, url, path, *extra):
     run_dir = tmp_path / "results" / "serving"
     overrides = [f"paths.results_dir={tmp_path / 'results'}", f"dataset.manifest_filename={data / 'metadata.json'}",
                  f"dataset.root_path={data}", f"adversary.endpoint_url={url}{path}", "adversary.ready_timeout=5",
-                 "+serving=sweep", "adversary.reference_check=false", "adversary.max_samples=4",
+                 "+serving=sweep", "adversary.max_samples=4",
                  "serving.requests_per_level=4", "serving.warmup_requests=1", "serving.bootstrap_resamples=200",
                  *extra]
+    if not any(o.startswith("adversary=s2cpp") for o in extra):  # s2.cpp refuses it (a serving run never checks)
+        overrides.append("adversary.reference_check=false")
     result = run(compose("demo", overrides), run_dir, "configs/demo.yaml (test)")
     return result, json.loads((run_dir / "serving.json").read_text()), \
         json.loads((run_dir / "run_manifest.json").read_text())
@@ -91,3 +93,76 @@ def test_prebuffer_absorbs_the_stalls(tmp_path, dataset, scripted):
                              "serving.prebuffer_s=0.8")
     for r in (r for r in data["levels"][0]["records"] if r["phase"] == "measured"):
         assert r["player"]["stalls"] == 0 and r["player"]["start_s"] == pytest.approx(0.75, abs=LATE), r["player"]
+
+
+def test_openai_speech_streams_and_open_loop_arrivals(tmp_path, dataset):
+    """vLLM-Omni's stream (stream_format=audio, raw PCM) through the same script, under Poisson arrivals: alone-ish
+    at 0.5/s the TTFA is the script's 0.1 s times the slowdown of whatever else is in flight (at most a few)."""
+    process, url = start_process(tmp_path / "port", "--protocol", "openai", "--tone", "--stream-profile", PROFILE,
+                                 max_lifetime=120)
+    try:
+        result, data, _ = serving_run(tmp_path, dataset, url, "/v1/audio/speech", "adversary=openai_speech",
+                                      "serving.mode=open", "serving.rates=[2.0]", "serving.open_loop_ramp_requests=1",
+                                      "serving.prebuffer_s=0")
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert result.ok and data["protocol"] == "openai_speech" and data["streamed"]
+    (level,) = data["levels"]
+    measured = [r for r in level["records"] if r["phase"] == "measured"]
+    assert level["mode"] == "open" and len(measured) == 4 and all(r["ok"] for r in measured)
+    for r in measured:
+        assert r["started_s"] >= r["scheduled_s"] - 1e-3 and r["started_s"] - r["scheduled_s"] < LATE
+        assert 0.1 - EARLY <= r["ttfa_s"] <= 0.1 * 2.5 + LATE and r["audio_s"] == pytest.approx(1.2)
+        assert len(r["chunks"]["t_ms"]) >= 3 and r["player"]["start_s"] == pytest.approx(r["ttfa_s"], abs=1e-3)
+    assert data["capacity"][0]["mode"] == "open"
+
+
+def test_a_one_shot_server_gets_the_table_without_the_player(tmp_path, dataset):
+    """s2.cpp answers one WAV (no stream) and synthesizes one request at a time (503 when busy, never retried in a
+    serving run): TTFA is close to the total, no player, and its errors at 2 in flight set its capacity to 1."""
+    from clonebench.standin import running_standin
+
+    with running_standin(protocol="s2cpp", tone=True, max_lifetime=120, latency=0.3) as server:
+        result, data, _ = serving_run(tmp_path, dataset, server.url, "/generate", "adversary=s2cpp_http",
+                                      "serving.mode=closed", "serving.levels=[1,2]", "serving.ttfa_budget_s=5")
+    assert result.ok and not data["streamed"]
+    one, two = data["levels"]
+    for r in (r for r in one["records"] if r["phase"] == "measured"):
+        assert r["ok"] and r["player"] is None and r["ttfa_s"] == r["total_s"] >= 0.3
+    assert one["summary"]["starvation_rate"] is None and two["summary"]["errors"] > 0
+    assert two["summary"]["error_classes"].get("HTTP503")
+    assert data["capacity"][0]["capacity"] == 1
+
+
+# (stand-in protocol, its adversary config and route, overrides): the other streamed answers, each on the same script
+STREAMING = {
+    "cosyvoice": ("/inference_zero_shot", ["adversary=cosyvoice_http"]),
+    "zonos2": ("/tts/generate", ["adversary=zonos2_http"]),
+    "gpt_sovits": ("/tts", ["adversary=gpt_sovits_http", "adversary.reference_duration_check=false",
+                            "adversary.streaming_mode=2", "adversary.media_type=wav"]),
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(STREAMING))
+def test_every_streaming_protocol_runs_end_to_end(tmp_path, dataset, protocol, monkeypatch):
+    """CosyVoice's chunked PCM, Zonos 2's float32 stream and GPT-SoVITS streaming_mode 2 (a WAV header with no
+    frames, then PCM), each at its own rate, against the stand-in's emulation on the script (in-process: looser)."""
+    from clonebench.standin import gpt_sovits_api, running_standin
+    from clonebench.standin.stream_profile import parse_profile
+
+    monkeypatch.setattr(gpt_sovits_api, "REF_MIN_S", 2.0)  # the demo references are under GPT-SoVITS's 3 s
+    path, extra = STREAMING[protocol]
+    share = tmp_path / "share"
+    share.mkdir()
+    if protocol == "gpt_sovits":
+        extra = [*extra, f"adversary.reference_share.local_dir={share}"]
+    with running_standin(protocol=protocol, tone=True, stream_profile=parse_profile(PROFILE), references_dir=share,
+                         max_lifetime=120) as server:
+        result, data, _ = serving_run(tmp_path, dataset, server.url, path, *extra, "serving.mode=closed",
+                                      "serving.levels=[1]", "serving.requests_per_level=2", "serving.prebuffer_s=0")
+    assert result.ok and data["streamed"], data.get("cold")
+    for r in (r for r in data["levels"][0]["records"] if r["phase"] == "measured"):
+        assert r["ok"] and 0.1 - EARLY <= r["ttfa_s"] <= 0.1 + 3 * LATE, r
+        assert r["audio_s"] == pytest.approx(1.2, abs=1e-3) and r["chunks"]["audio_ms"][-1] == pytest.approx(1200)
+        assert len(r["chunks"]["t_ms"]) >= 3 and r["player"]["stalls"] == 0

@@ -30,6 +30,7 @@ import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, ReferenceRule, SynthesisInput, not_ready
 from clonebench.adversary.raw_pcm import SAMPLE_FORMATS, fastapi_error, multipart_form, pcm_to_wav
+from clonebench.adversary.stream_decode import PCM_WIDTH, PcmStream
 from clonebench.core.config_reader import ConfigReader
 
 UPSTREAM_COMMIT = "ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40"
@@ -96,4 +97,6 @@ class CosyVoiceHTTP(Adversary):
         to_wav = partial(pcm_to_wav, sample_rate=self.params["sample_rate"], sample_format=self.params["sample_format"],
                          server="CosyVoice")
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
-                               stream=self.client.measure == "ttfb", to_wav=to_wav, describe_error=fastapi_error)
+                               stream=self.client.streams, to_wav=to_wav, describe_error=fastapi_error,
+                               decoder=partial(PcmStream, self.params["sample_rate"],
+                                               PCM_WIDTH[self.params["sample_format"]]))

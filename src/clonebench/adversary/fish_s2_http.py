@@ -146,5 +146,4 @@ class FishS2HTTP(Adversary):
             return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
                                    stream=True, to_wav=pcm16_to_wav,
                                    decoder=lambda: PcmStream(STREAM_RATE, wav_header="maybe"))
-        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
-                               decoder=lambda: PcmStream(STREAM_RATE, wav_header="always"))
+        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type})

@@ -38,6 +38,7 @@ from clonebench.adversary.base import (
     not_ready,
 )
 from clonebench.adversary.staging import ReferenceShare, read_share
+from clonebench.adversary.stream_decode import PcmStream
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 from clonebench.data.audio import InvalidAudio
@@ -202,4 +203,11 @@ class GPTSoVITSHTTP(Adversary):
         }
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
-                               stream=self.client.measure == "ttfb", to_wav=self.to_wav, describe_error=describe_error)
+                               stream=self.client.streams, to_wav=self.to_wav, describe_error=describe_error,
+                               decoder=self.stream_decoder if p["streaming_mode"] else None)
+
+    def stream_decoder(self) -> PcmStream:
+        """A streamed answer: header-less s16le at raw_sample_rate, or a WAV header (placeholder sizes) first."""
+        if self.params["media_type"] == "raw":
+            return PcmStream(self.params["raw_sample_rate"])
+        return PcmStream(self.params["raw_sample_rate"], wav_header="always")

@@ -138,8 +138,7 @@ class OpenAISpeech(Adversary):
             return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
                                    stream=True, to_wav=_stream_to_wav, decoder=lambda: PcmStream(STREAM_RATE))
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
-                               decoder=lambda: PcmStream(STREAM_RATE, wav_header="always"))
+        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"})
 
 
 def _stream_to_wav(body: bytes) -> bytes:

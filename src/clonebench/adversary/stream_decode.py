@@ -17,6 +17,7 @@ import json
 import struct
 
 WAV_FLOAT, WAV_PCM, WAV_EXTENSIBLE = 3, 1, 0xFFFE
+PCM_WIDTH = {"s16le": 2, "f32le": 4}  # bytes per sample of raw_pcm.SAMPLE_FORMATS
 MAX_HEADER_BYTES = 1 << 16  # a WAV whose 'data' chunk starts later than this is refused as not audio
 
 

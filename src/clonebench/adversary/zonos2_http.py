@@ -32,6 +32,7 @@ import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
 from clonebench.adversary.raw_pcm import SAMPLE_FORMATS, fastapi_error, pcm_to_wav
+from clonebench.adversary.stream_decode import PCM_WIDTH, PcmStream
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 
@@ -150,4 +151,6 @@ class Zonos2HTTP(Adversary):
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         to_wav = partial(pcm_to_wav, sample_rate=p["sample_rate"], sample_format=p["sample_format"], server="Zonos 2")
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
-                               stream=self.client.measure == "ttfb", to_wav=to_wav, describe_error=fastapi_error)
+                               stream=self.client.streams, to_wav=to_wav, describe_error=fastapi_error,
+                               decoder=partial(PcmStream, p["sample_rate"], PCM_WIDTH[p["sample_format"]])
+                               if p["stream"] else None)

@@ -16,7 +16,7 @@ import httpx
 
 from clonebench.adversary.base import PreparedRequest
 from clonebench.adversary.bounded import ResponseRefused
-from clonebench.adversary.stream_decode import PcmStream, StreamNotAudio
+from clonebench.adversary.stream_decode import StreamNotAudio
 from clonebench.core.redact import redact
 from clonebench.data.audio import validate_wav
 from clonebench.serving.player import play
@@ -40,7 +40,8 @@ class RequestRecord:
     audio_s: float | None = None
     rtf: float | None = None
     player: dict | None = None         # the simulated 1x player (streamed answers only)
-    # every chunk as received: milliseconds since the request started, bytes, decodable audio ms so far
+    # every chunk as received: milliseconds since the request started, bytes, decodable audio ms so far (streamed
+    # answers only)
     chunks: dict = field(default_factory=lambda: {"t_ms": [], "bytes": [], "audio_ms": []})
     body: bytes | None = field(default=None, repr=False)  # kept only when asked (quality under load)
 
@@ -52,6 +53,11 @@ class RequestRecord:
         return out
 
 
+def streamed(request: PreparedRequest) -> bool:
+    """Does the server stream this answer (read chunk by chunk, with a player), or hand it over whole?"""
+    return request.stream and request.decoder is not None
+
+
 def _fail(record: RequestRecord, error_class: str, message: str) -> RequestRecord:
     record.ok, record.error_class, record.error = False, error_class, redact(message)[:400]
     return record
@@ -60,7 +66,7 @@ def _fail(record: RequestRecord, error_class: str, message: str) -> RequestRecor
 async def measure_request(http: httpx.AsyncClient, request: PreparedRequest, record: RequestRecord,
                           deadline_s: float, prebuffer_s: float, keep_body: bool = False) -> RequestRecord:
     """Send ``request`` once and fill ``record``; every failure is classified on the record, never raised."""
-    decoder = request.decoder() if request.decoder else PcmStream(44_100, wav_header="always")
+    decoder = request.decoder() if streamed(request) else None  # None: a one-shot answer, handed over whole
     times, sizes, audio_ms, parts = record.chunks["t_ms"], record.chunks["bytes"], record.chunks["audio_ms"], []
     started = time.perf_counter()
     try:
@@ -78,13 +84,16 @@ async def measure_request(http: httpx.AsyncClient, request: PreparedRequest, rec
                             break
                         continue
                     record.ttfb_s = now if record.ttfb_s is None else record.ttfb_s
-                    samples = decoder.feed(chunk)
-                    if samples and record.ttfa_s is None:
-                        record.ttfa_s = now
                     times.append(round(now * 1000, 3))
                     sizes.append(len(chunk))
-                    audio_ms.append(round(decoder.seconds * 1000, 3))
+                    if decoder is not None:
+                        samples = decoder.feed(chunk)
+                        if samples and record.ttfa_s is None:
+                            record.ttfa_s = now
+                        audio_ms.append(round(decoder.seconds * 1000, 3))
         record.total_s = time.perf_counter() - started
+        if decoder is None and 200 <= record.status_code < 300:
+            record.ttfa_s = record.total_s
     except TimeoutError:
         return _fail(record, "Deadline", f"no complete answer within adversary.timeout={deadline_s:g} s")
     except StreamNotAudio as exc:
@@ -105,7 +114,7 @@ async def measure_request(http: httpx.AsyncClient, request: PreparedRequest, rec
     record.ok = True
     record.audio_s = info.duration_s
     record.rtf = record.total_s / info.duration_s if info.duration_s else None
-    if request.stream:
+    if decoder is not None:
         result = play(list(zip((t / 1000 for t in times), (a / 1000 for a in audio_ms))), prebuffer_s)
         record.player = result.as_dict() if result else None
     if keep_body:

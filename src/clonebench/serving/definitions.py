@@ -6,8 +6,9 @@ SERVING_DEFINITIONS = {
     "ttfb_s": "time to first byte: to the first byte of the response body (the status line and headers excluded); a "
               "WAV header or an event prefix counts, so it can come before any audio",
     "ttfa_s": "time to first audio: to the arrival of the body chunk after which the protocol's decoder holds at "
-              "least one whole audio sample (after any WAV header, inside the first audio event); for a one-shot "
-              "answer it is close to the total time",
+              "least one whole audio sample (after any WAV header, inside the first audio event); a one-shot answer "
+              "(not streamed by the server, or in a container read only whole) is handed over whole: its TTFA is its "
+              "total time",
     "total_s": "to the last byte of the body",
     "audio_s": "seconds of audio in the whole answer (frames / sample rate of the validated WAV)",
     "rtf": "total_s / audio_s (below 1: made faster than real time)",

@@ -26,7 +26,7 @@ from clonebench.generate.journal import MANIFEST_NAME
 from clonebench.generate.phase import api_key_headers
 from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.runner import synthesis_input
-from clonebench.serving.client import RequestRecord, measure_request
+from clonebench.serving.client import RequestRecord, measure_request, streamed
 from clonebench.serving.definitions import SERVING_DEFINITIONS
 from clonebench.serving.settings import ServingSettings
 from clonebench.serving.summary import capacity, level_summary
@@ -54,7 +54,9 @@ def run_serving(client: ClientSettings, params: dict[str, Any], serving: Serving
     seed = 0 if seed is None else seed
     manifest = {**header, "measure": "stream", "status": "running", "started_at": time.time(),
                 "serving_definitions": SERVING_DEFINITIONS, "serving": asdict(serving),
-                "streamed": next(iter(requests.values())).stream, "n_pairs": len(samples),
+                "streamed": streamed(next(iter(requests.values()))), "n_pairs": len(samples),
+                "reference_check": {"status": "not run", "why": "a serving run times answers and never scores them; "
+                                    "the reference gate belongs to the quality run of the same server"},
                 "generation_provenance": {"protocol": adversary.protocol, "endpoint_url": redact(client.endpoint_url),
                                           "request": adversary.params}}
     atomic_write_json(run_dir / MANIFEST_NAME, manifest)

@@ -30,6 +30,7 @@ import soundfile as sf
 from scipy.signal import resample_poly
 
 from clonebench.standin.chunked import write_chunked
+from clonebench.standin.stream_profile import Layout, scripted_answer
 from clonebench.standin.fish_api import HTTPFailure, media_type
 
 UPSTREAM_COMMIT = "ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40"
@@ -135,4 +136,6 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
     if request["too_long"]:  # the speech tokenizer's assert, raised inside the stream
         return stream(handler, b"", cut=True)
     audio = pcm(handler._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault))
+    if handler.script is not None and kind != "truncate":  # --stream-profile: chunks leave on the script
+        return scripted_answer(handler, request["text"], audio, Layout(0, 2, SAMPLE_RATE), None, {}, "raw")
     return stream(handler, audio, cut=kind == "truncate")

@@ -29,6 +29,7 @@ import soundfile as sf
 
 from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.standin.fish_api import HTTPFailure
+from clonebench.standin.stream_profile import Layout, scripted_answer
 
 ROUTES = {"/tts": ("GET", "POST"), "/control": ("GET", "POST"), "/set_gpt_weights": ("GET",),
           "/set_sovits_weights": ("GET",), "/set_refer_audio": ("GET",)}
@@ -141,6 +142,10 @@ def route(handler, method: str, path: str, body: bytes) -> None:
         out = io.BytesIO()
         sf.write(out, np.frombuffer(pcm, dtype="<i2"), RATE, subtype="PCM_16", format="WAV")
         return handler._send(200, out.getvalue(), "audio/wav")
+    head = header_without_frames() if media == "wav" else b""
+    if handler.script is not None and kind != "truncate":  # --stream-profile: chunks leave on the script
+        return scripted_answer(handler, req["text"], head + pcm, Layout(len(head), 2, RATE), f"audio/{media}", {},
+                               "raw")
     chunks = ([header_without_frames()] if media == "wav" else []) + \
         [pcm[i:i + 16000] for i in range(0, len(pcm), 16000)]
     handler.send_response(200)

@@ -16,6 +16,7 @@ Control routes (tests only, no key): ``GET /_standin/received``, ``POST /_standi
 from __future__ import annotations
 
 import hashlib
+import io
 import ipaddress
 import json
 import logging
@@ -26,6 +27,8 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import soundfile as sf
 
 from clonebench.data.audio import InvalidAudio
 from clonebench.standin import behaviours as behaviours_module
@@ -43,7 +46,7 @@ from clonebench.standin import (
 )
 from clonebench.standin.chunked import write_chunked
 from clonebench.standin.faults import FaultPlan
-from clonebench.standin.stream_profile import InFlight, StreamProfile, scripted_answer
+from clonebench.standin.stream_profile import InFlight, Layout, StreamProfile, scripted_answer
 from clonebench.standin.fish_api import (
     HTTPFailure,
     parse_body,
@@ -177,35 +180,44 @@ class Handler(BaseHTTPRequestHandler):
             if path.startswith("/_standin/"):
                 return self._control(method, path, body)
             entry = self.server.record(path, body, self.headers.get("Content-Type")) if method == "POST" else {}
-            if protocol == "triton":
-                return triton_api.route(self, method, path, body)
-            if protocol in DELEGATED:
-                return DELEGATED[protocol].route(self, method, path, body)
-            if protocol == "gpt_sovits":  # server-side reference paths, read in references_dir
-                return gpt_sovits_api.route(self, method, path, body)
-            routes = PROTOCOL_ROUTES[protocol]
-            if path not in routes:
-                raise {"fish": HTTPFailure(404), "s2cpp": s2cpp_api.not_found(),
-                       "openai": openai_api.error(404, f"Not Found: {path}")}[protocol]
-            if method not in routes[path]:
-                if protocol == "fish":
-                    raise HTTPFailure(405, None, headers={"Allow": ", ".join(routes[path])})
-                raise openai_api.error(405, "Method Not Allowed") if protocol == "openai" else s2cpp_api.not_found()
-            if protocol == "fish" and self.server.api_key and \
-                    self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
-                raise HTTPFailure(401, "Invalid or missing API key")
-            if path in ("/v1/health", "/health"):
-                return self._json(200, {"status": "healthy" if protocol == "openai" else "ok"})
-            if path == "/v1/models":
-                return self._send(200, openai_api.models(), "application/json")
-            started = time.perf_counter()
-            self._synthesis(body)
-            entry["handled_s"] = time.perf_counter() - started  # server-side time, for overhead benchmarks
+            self.script = None
+            if method == "POST" and self.server.stream_profile is not None:
+                with self.server.in_flight as in_flight:  # (when it was read, its slowdown): scripted answers
+                    self.script = (time.perf_counter(), self.server.stream_profile.factor(in_flight))
+                    return self._dispatch(method, path, body, entry)
+            return self._dispatch(method, path, body, entry)
         except HTTPFailure as exc:
             self._fail(exc)
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             log.debug("client went away: %r", exc)
             self.close_connection = True
+
+    def _dispatch(self, method: str, path: str, body: bytes, entry: dict) -> None:
+        protocol = self.server.protocol
+        if protocol == "triton":
+            return triton_api.route(self, method, path, body)
+        if protocol in DELEGATED:
+            return DELEGATED[protocol].route(self, method, path, body)
+        if protocol == "gpt_sovits":  # server-side reference paths, read in references_dir
+            return gpt_sovits_api.route(self, method, path, body)
+        routes = PROTOCOL_ROUTES[protocol]
+        if path not in routes:
+            raise {"fish": HTTPFailure(404), "s2cpp": s2cpp_api.not_found(),
+                   "openai": openai_api.error(404, f"Not Found: {path}")}[protocol]
+        if method not in routes[path]:
+            if protocol == "fish":
+                raise HTTPFailure(405, None, headers={"Allow": ", ".join(routes[path])})
+            raise openai_api.error(405, "Method Not Allowed") if protocol == "openai" else s2cpp_api.not_found()
+        if protocol == "fish" and self.server.api_key and \
+                self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
+            raise HTTPFailure(401, "Invalid or missing API key")
+        if path in ("/v1/health", "/health"):
+            return self._json(200, {"status": "healthy" if protocol == "openai" else "ok"})
+        if path == "/v1/models":
+            return self._send(200, openai_api.models(), "application/json")
+        started = time.perf_counter()
+        self._synthesis(body)
+        entry["handled_s"] = time.perf_counter() - started  # server-side time, for overhead benchmarks
 
     def _control(self, method: str, path: str, body: bytes) -> None:
         if path == "/_standin/received" and method == "GET":
@@ -256,12 +268,7 @@ class Handler(BaseHTTPRequestHandler):
     def _synthesis(self, raw: bytes) -> None:
         # parsed first: a malformed request (s2.cpp's readiness probe among them) is refused without taking a fault
         request = self._parse(raw)
-        self.script = None
-        if self.server.stream_profile is None:
-            return self._answer_request(request)
-        with self.server.in_flight as in_flight:  # (when it was read, its slowdown) for _answer
-            self.script = (time.perf_counter(), self.server.stream_profile.factor(in_flight))
-            return self._answer_request(request)
+        return self._answer_request(request)
 
     def _answer(self, body: bytes, content_type: str, headers: dict, request: dict, audio: bytes,
                 streamed: str | None) -> None:
@@ -271,10 +278,7 @@ class Handler(BaseHTTPRequestHandler):
                 body = openai_api.sse(body)
             return self._send(200, body, content_type, headers, chunked=streamed is not None or
                               self.server.protocol == "fish")
-        origin, factor = self.script
-        seed = len(self.server.received)
-        scripted_answer(self, self.server.stream_profile, factor, origin, request["text"], audio, body, content_type,
-                        headers, streamed, seed)
+        scripted_answer(self, request["text"], body, Layout.of_wav_pcm16(audio, body), content_type, headers, streamed)
 
     def _answer_request(self, request: dict) -> None:
         fault = self.server.faults.next() or {}
@@ -311,6 +315,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.connection.shutdown(socket.SHUT_WR)
         if self.server.protocol == "s2cpp":  # a 32-bit float WAV with Content-Length, as s2.cpp answers
             body = audio if kind in ("nan", "wav_truncated_header") else s2cpp_api.float_wav(audio)
+            if self.script is not None and body is not audio:  # --stream-profile: the whole WAV when it is done
+                layout = Layout(len(body) - 4 * sf.info(io.BytesIO(audio)).frames, 4, voice.OUTPUT_RATE)
+                return scripted_answer(self, request["text"], body, layout, "audio/wav", {}, None)
             return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
         if self.server.protocol == "openai":
             body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \

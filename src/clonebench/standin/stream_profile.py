@@ -104,25 +104,44 @@ def write_paced(handler, pieces: list[bytes], times: list[float], origin: float)
     handler.wfile.flush()
 
 
-def scripted_answer(handler, profile: StreamProfile, factor: float, origin: float, text: str, wav: bytes,
-                    body: bytes, content_type: str, headers: dict, streamed: str | None, seed: int) -> None:
-    """Send ``body`` (the protocol's encoding of ``wav``, header first, its PCM last) on the profile's schedule:
-    streamed (``"raw"``: the body's bytes; ``"sse"``: each piece wrapped in audio events) or one-shot (``None``)."""
+@dataclass(frozen=True)
+class Layout:
+    """Where the audio sits in an answer's body: ``head`` bytes (a WAV header, or 0), then frames of
+    ``frame_bytes`` at ``rate`` Hz to the end."""
+
+    head: int
+    frame_bytes: int
+    rate: int
+
+    @classmethod
+    def of_wav_pcm16(cls, wav: bytes, body: bytes) -> Layout:
+        """``body``: the 16-bit PCM of ``wav`` (mono), after a header of whatever length."""
+        info = sf.info(io.BytesIO(wav))
+        return cls(len(body) - 2 * info.frames, 2, info.samplerate)
+
+
+def scripted_answer(handler, text: str, body: bytes, layout: Layout, content_type: str | None, headers: dict,
+                    streamed: str | None) -> None:
+    """Send ``body`` on the handler's script (``handler.script``: when the request was read and its slowdown) and the
+    server's profile: streamed (``"raw"``: the body's bytes; ``"sse"``: each piece wrapped in audio events) or
+    one-shot (``None``: whole, when its last chunk would leave)."""
     from clonebench.standin.openai_api import sse
 
-    samples, rate = sf.read(io.BytesIO(wav), dtype="int16")
-    sizes = chunk_frames(len(samples), rate, text, profile)
-    times = departures(sizes, rate, profile, factor, seed)
+    profile, (origin, factor) = handler.server.stream_profile, handler.script
+    seed = len(handler.server.received)
+    frames = (len(body) - layout.head) // layout.frame_bytes
+    sizes = chunk_frames(frames, layout.rate, text, profile)
+    times = departures(sizes, layout.rate, profile, factor, seed)
     handler.send_response(200)
-    handler.send_header("Content-Type", content_type)
+    if content_type:
+        handler.send_header("Content-Type", content_type)
     for key, value in headers.items():
         handler.send_header(key, value)
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
     if streamed is None:
         return write_paced(handler, [body], times[-1:], origin)
-    head = len(body) - 2 * len(samples)  # a WAV header (or nothing) before the 16-bit PCM
-    bounds = [0, *(head + 2 * int(x) for x in np.cumsum(sizes))]
+    bounds = [0, *(layout.head + layout.frame_bytes * int(x) for x in np.cumsum(sizes))]
     bounds[-1] = len(body)
     pieces = [body[a:b] for a, b in zip(bounds, bounds[1:])]
     if streamed == "sse":

@@ -29,6 +29,7 @@ import numpy as np
 import soundfile as sf
 
 from clonebench.standin.chunked import write_chunked
+from clonebench.standin.stream_profile import Layout, scripted_answer
 from clonebench.standin.fish_api import HTTPFailure, media_type
 
 UPSTREAM_COMMIT = "8fee419a5850581411edea6c456481076e2d23ea"
@@ -166,4 +167,7 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
     if handler.server.ignore_seed:
         request = {**request, "seed": None}
     wav = handler._synthesize(request, ignore_reference=kind == "ignore_reference", fault=fault)
+    if handler.script is not None and kind not in ("nan", "truncate"):  # --stream-profile: chunks leave on the script
+        return scripted_answer(handler, request["text"], float_pcm(wav), Layout(0, 4, SAMPLE_RATE), "audio/pcm",
+                               AUDIO_HEADERS, "raw" if request["stream"] else None)
     return send(handler, float_pcm(wav, nan=kind == "nan"), request["stream"], cut=kind == "truncate")
