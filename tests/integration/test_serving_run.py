@@ -50,7 +50,7 @@ def scripted(tmp_path_factory):
         process.wait(10)
 
 
-def test_closed_loop_matches_the_script(tmp_path, dataset, scripted):
+def test_closed_loop_matches_the_script(tmp_path, dataset, scripted, capsys):
     result, data, manifest = serving_run(tmp_path, dataset, scripted, "/v1/tts", "serving.mode=closed",
                                          "serving.levels=[1,2,4]", "serving.prebuffer_s=0", "serving.ttfa_budget_s=0.2")
     assert result.ok and manifest["measure"] == "stream" and "ttfa_s" in manifest["serving_definitions"]
@@ -84,6 +84,25 @@ def test_closed_loop_matches_the_script(tmp_path, dataset, scripted):
             assert summary["throughput"] == pytest.approx(1.2 / 0.5, rel=0.15)
     (capacity,) = data["capacity"]
     assert capacity["capacity"] == 2 and "level 4" in capacity["limited_by"]
+    check_report(tmp_path, tmp_path / "results" / "serving", capsys)
+
+
+def check_report(tmp_path, run_dir, capsys):
+    """`clonebench report` on the serving run: the md section (the run's levels and capacity) and the HTML page
+    with its PNG plots (TTFA CDF, throughput and starvation against concurrency)."""
+    from clonebench.cli.main import main as cli
+
+    capsys.readouterr()
+    assert cli(["report", str(run_dir), "--format", "md"]) == 0
+    text = capsys.readouterr().out
+    assert "| 4 in flight | 4/4 |" in text and "Capacity (closed loop; p95 TTFA <= 0.2 s" in text
+    assert "2 in flight; limited by level 4" in text and "| 100% |" in text
+    assert cli(["report", str(run_dir), "--format", "html", "--output", str(tmp_path / "html")]) == 0
+    page = (tmp_path / "html" / "index.html").read_text()
+    pngs = sorted(p.name for p in (tmp_path / "html").glob("*.png"))
+    assert pngs == ["serving-1-closed-starvation.png", "serving-1-closed-throughput.png", "serving-1-ttfa-cdf.png"]
+    assert all(f'src="{name}"' in page for name in pngs) and "4 in flight" in page
+    assert all((tmp_path / "html" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in pngs)
 
 
 def test_prebuffer_absorbs_the_stalls(tmp_path, dataset, scripted):

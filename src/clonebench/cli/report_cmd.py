@@ -12,7 +12,8 @@ suite's task section. Partial runs are refused unless --allow-partial, which lab
 (adversary.measure=ttfb) among the runs gives the RTF of the quality run of the same pairs and server.
 --format html writes a folder (``--output DIR``, required) holding index.html, the plots and, with --copy-audio,
 the audio. --listening DIR adds the human scores of a listening test (clonebench listening-results) beside the
-predicted MOS.
+predicted MOS. A serving run (+serving=sweep) among the runs adds a serving section (TTFA, starvation, throughput,
+capacity; with --format html its plots as PNG); serving runs alone give a report of those sections (md or html).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from clonebench.report.paper import COLUMNS, csv_text, latex, markdown, paper_ro
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", type=Path,
-                        help="evaluated run directories, and timing runs (adversary.measure=ttfb) for the RTF column")
+                        help="evaluated run directories, timing runs (adversary.measure=ttfb) for the RTF column, and "
+                             "serving runs (+serving=sweep) for the serving section")
     parser.add_argument("--format", choices=("md", "latex", "csv", "html"), default="md")
     parser.add_argument("--with-paper", action="store_true", help="add the paper's published rows")
     parser.add_argument("--paper-version", choices=("v3", "v2"), default="v3",
@@ -51,10 +53,15 @@ def run(args: argparse.Namespace) -> int:
     from clonebench.suite.record import is_suite_dir
     from clonebench.suite.results import load_suite_results
 
+    from clonebench.report.serving import is_serving_run, load_serving
+
     suites = [load_suite_results(path) for path in args.runs if is_suite_dir(path)]
-    runs = [path for path in args.runs if not is_suite_dir(path)]
+    servings = [load_serving(path) for path in args.runs if not is_suite_dir(path) and is_serving_run(path)]
+    runs = [path for path in args.runs if not is_suite_dir(path) and not is_serving_run(path)]
     timings = [load_timing(path) for path in runs if is_timing_run(path)]
     views = [load_view(path) for path in runs if not is_timing_run(path)]
+    if servings and not views and not suites:
+        return _serving_only(servings, args)
     if not views and not suites:
         raise ClonebenchError("only timing runs given: add the evaluated quality run(s) of the same pairs and server")
     partial_suites = [str(s.suite_dir) for s in suites if s.status != "complete"]
@@ -82,14 +89,49 @@ def run(args: argparse.Namespace) -> int:
         from clonebench.report.html_page import paper_table, static_text, write_html_report
         from clonebench.suite.html import suite_section, write_suite_page
 
+        serving = _serving_sections(servings, args.output)
         if views:
             page = write_html_report(views, rows, args.output, copy_audio=args.copy_audio, columns=columns,
-                                     sections=[suite_section(s) for s in suites])
+                                     sections=[suite_section(s) for s in suites] + serving)
         else:  # suite runs only: no per-sample table
             page = write_suite_page(paper_table(rows, columns), list(suites), args.output, static_text("report.css"))
         print(f"HTML report: {page}")
         return 0
     text = {"md": markdown, "latex": latex, "csv": csv_text}[args.format](rows, columns)
+    if servings and args.format == "md":
+        from clonebench.report.serving import serving_markdown
+
+        text += "".join("\n" + serving_markdown(s) + "\n" for s in servings)
+    elif servings:
+        raise ClonebenchError(f"a serving run's section is rendered in md or html, not {args.format}")
+    if args.output:
+        atomic_write_text(args.output, text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def _serving_sections(servings: list[dict], out: Path) -> list[str]:
+    from clonebench.report.serving import serving_html
+    from clonebench.report.serving_plots import write_serving_plots
+
+    return [serving_html(s, write_serving_plots(s, out, f"serving-{i + 1}")) for i, s in enumerate(servings)]
+
+
+def _serving_only(servings: list[dict], args: argparse.Namespace) -> int:
+    """Serving runs alone: their sections (md to standard output or --output; html as a folder)."""
+    from clonebench.report.serving import serving_markdown, write_serving_page
+
+    if args.format == "html":
+        from clonebench.report.html_page import static_text
+
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        page = write_serving_page(_serving_sections(servings, args.output), args.output, static_text("report.css"))
+        print(f"HTML report: {page}")
+        return 0
+    if args.format != "md":
+        raise ClonebenchError(f"a serving run's section is rendered in md or html, not {args.format}")
+    text = "\n\n".join(serving_markdown(s) for s in servings) + "\n"
     if args.output:
         atomic_write_text(args.output, text)
     else:
