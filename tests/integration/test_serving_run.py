@@ -73,6 +73,8 @@ def test_closed_loop_matches_the_script(tmp_path, dataset, scripted, capsys):
                 assert player["first_stall_s"] == pytest.approx(r["ttfa_s"] + 0.4, abs=0.03)
         summary = level["summary"]
         assert summary["errors"] == 0 and summary["starvation_rate"] == (1.0 if n == 4 else 0.0)
+        # a deterministic server: under load, the same seeded request gives the same bytes as sent alone
+        assert summary["outputs_vs_alone"] == {"compared": 4, "identical": 4, "not_sent_alone": 0, "differing": []}
         assert 0.1 * factor - EARLY <= summary["ttfa_s"]["p95"]["value"] <= 0.1 * factor + LATE
         low, high = summary["ttfa_s"]["p50"]["ci"]
         assert low <= summary["ttfa_s"]["p50"]["value"] <= high
@@ -95,7 +97,7 @@ def check_report(tmp_path, run_dir, capsys):
     capsys.readouterr()
     assert cli(["report", str(run_dir), "--format", "md"]) == 0
     text = capsys.readouterr().out
-    assert "| 4 in flight | 4/4 |" in text and "Capacity (closed loop; p95 TTFA <= 0.2 s" in text
+    assert "| 4 in flight | 4/4 |" in text and "| same bytes as alone |" in text and "| 4/4 |\n" in text and "Capacity (closed loop; p95 TTFA <= 0.2 s" in text
     assert "2 in flight; limited by level 4" in text and "| 100% |" in text
     assert cli(["report", str(run_dir), "--format", "html", "--output", str(tmp_path / "html")]) == 0
     page = (tmp_path / "html" / "index.html").read_text()
@@ -185,3 +187,25 @@ def test_every_streaming_protocol_runs_end_to_end(tmp_path, dataset, protocol, m
         assert r["ok"] and 0.1 - EARLY <= r["ttfa_s"] <= 0.1 + 3 * LATE, r
         assert r["audio_s"] == pytest.approx(1.2, abs=1e-3) and r["chunks"]["audio_ms"][-1] == pytest.approx(1200)
         assert len(r["chunks"]["t_ms"]) >= 3 and r["player"]["stalls"] == 0
+
+
+def test_quality_under_load_keeps_what_differs(tmp_path, dataset):
+    """A stand-in whose audio changes when it shares the server (drift=1: a batching server): at 2 in flight every
+    measured answer differs from the same request sent alone, and both WAVs are kept for the quality metrics."""
+    from clonebench.data.audio import validate_wav
+
+    process, url = start_process(tmp_path / "port", "--tone", "--stream-profile", PROFILE + ",drift=1",
+                                 max_lifetime=120)
+    try:
+        _, data, _ = serving_run(tmp_path, dataset, url, "/v1/tts", "serving.mode=closed", "serving.levels=[1,2]",
+                                 "serving.requests_per_level=2")
+    finally:
+        process.terminate()
+        process.wait(10)
+    alone, loaded = (level["summary"]["outputs_vs_alone"] for level in data["levels"])
+    assert alone["identical"] == alone["compared"] == 2
+    assert loaded["compared"] == 2 and loaded["identical"] == 0 and len(loaded["differing"]) == 2
+    run_dir = tmp_path / "results" / "serving"
+    for pair in loaded["differing"]:
+        a, b = (run_dir / pair["wav"]).read_bytes(), (run_dir / pair["alone_wav"]).read_bytes()
+        assert a != b and validate_wav(a).frames == validate_wav(b).frames

@@ -58,6 +58,7 @@ def table(data: dict) -> tuple[list[str], list[list[str]]]:
     """Per level: TTFA and TTFB percentiles in ms (with their bootstrap intervals), RTF, throughput, and for
     streamed answers the player's starvation."""
     streamed = data.get("streamed", True)
+    compared = any("outputs_vs_alone" in level["summary"] for level in data.get("levels", []))
     rows = []
     for level in data.get("levels", []):
         s = level["summary"]
@@ -66,8 +67,11 @@ def table(data: dict) -> tuple[list[str], list[list[str]]]:
         if streamed:
             rate = s["starvation_rate"]
             row += ["-" if rate is None else f"{rate:.0%}", _num(s["stalls_mean"]), _num(s["stalled_s_mean"], ".3f")]
+        if compared:
+            same = s.get("outputs_vs_alone")
+            row.append(f"{same['identical']}/{same['compared']}" if same and same["compared"] else "-")
         rows.append(row)
-    return HEAD + (PLAYER_HEAD if streamed else []), rows
+    return HEAD + (PLAYER_HEAD if streamed else []) + (["same bytes as alone"] if compared else []), rows
 
 
 def capacity_lines(data: dict) -> list[str]:

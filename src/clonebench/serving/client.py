@@ -17,6 +17,7 @@ import httpx
 from clonebench.adversary.base import PreparedRequest
 from clonebench.adversary.bounded import ResponseRefused
 from clonebench.adversary.stream_decode import StreamNotAudio
+from clonebench.core.hashing import sha256_bytes
 from clonebench.core.redact import redact
 from clonebench.data.audio import validate_wav
 from clonebench.serving.player import play
@@ -40,6 +41,8 @@ class RequestRecord:
     audio_s: float | None = None
     rtf: float | None = None
     player: dict | None = None         # the simulated 1x player (streamed answers only)
+    audio_sha256: str | None = None    # of the validated WAV (quality under load compares them)
+    under_load_wav: str | None = None  # kept when it differs from the pair's answer sent alone
     # every chunk as received: milliseconds since the request started, bytes, decodable audio ms so far (streamed
     # answers only)
     chunks: dict = field(default_factory=lambda: {"t_ms": [], "bytes": [], "audio_ms": []})
@@ -112,6 +115,7 @@ async def measure_request(http: httpx.AsyncClient, request: PreparedRequest, rec
     except Exception as exc:  # whatever a server's bytes make a reader raise: a failed request, not a crash
         return _fail(record, "InvalidAudio", f"HTTP {record.status_code} but {type(exc).__name__}: {exc}")
     record.ok = True
+    record.audio_sha256 = sha256_bytes(wav)
     record.audio_s = info.duration_s
     record.rtf = record.total_s / info.duration_s if info.duration_s else None
     if decoder is not None:

@@ -31,6 +31,7 @@ from clonebench.serving.definitions import SERVING_DEFINITIONS
 from clonebench.serving.settings import ServingSettings
 from clonebench.serving.summary import capacity, level_summary
 from clonebench.serving.sweep import closed_loop, one_at_a_time, open_loop
+from clonebench.serving.under_load import UnderLoad
 
 log = logging.getLogger(__name__)
 RESULTS = "serving.json"
@@ -62,9 +63,16 @@ def run_serving(client: ClientSettings, params: dict[str, Any], serving: Serving
     atomic_write_json(run_dir / MANIFEST_NAME, manifest)
     out: dict[str, Any] = {"protocol": client.protocol, "streamed": manifest["streamed"], "levels": []}
 
+    under_load = UnderLoad(run_dir) if serving.quality_under_load else None
+    current = {"alone": True, "name": "alone"}
+
     async def send(sample_id: str, phase: str, started_s: float, planned: float | None) -> RequestRecord:
         record = RequestRecord(sample_id, phase, started_s, planned)
-        return await measure_request(http, requests[sample_id], record, client.timeout, serving.prebuffer_s)
+        await measure_request(http, requests[sample_id], record, client.timeout, serving.prebuffer_s,
+                              keep_body=under_load is not None)
+        if under_load is not None:
+            under_load.note(record, current["alone"], current["name"])
+        return record
 
     async def main() -> None:
         nonlocal http
@@ -81,14 +89,17 @@ def run_serving(client: ClientSettings, params: dict[str, Any], serving: Serving
             plans += [("open", r) for r in serving.rates] if serving.mode in ("open", "both") else []
             for index, (mode, level) in enumerate(plans):
                 log.info("serving level: %s loop, %g %s", mode, level, "in flight" if mode == "closed" else "per s")
+                current.update(alone=(mode, level) == ("closed", 1), name=f"{mode}-{level:g}")
                 if mode == "closed":
                     records = await closed_loop(ids, level, serving.requests_per_level, send)
                 else:
                     records = await open_loop(ids, level, serving.open_loop_ramp_requests,
                                               serving.requests_per_level, seed + index, send)
                 rows = [r.as_dict() for r in records]
-                out["levels"].append({"mode": mode, "level": level, "summary": level_summary(rows, serving, seed),
-                                      "records": rows})
+                summary = level_summary(rows, serving, seed)
+                if under_load is not None:
+                    summary["outputs_vs_alone"] = under_load.summary(rows)
+                out["levels"].append({"mode": mode, "level": level, "summary": summary, "records": rows})
                 atomic_write_json(run_dir / RESULTS, redact_value(out))
     http = None
     try:

@@ -23,6 +23,7 @@ class ServingSettings:
     starvation_bound: float         # capacity: at most this share of streams starved
     bootstrap_resamples: int
     confidence: float
+    quality_under_load: bool = True  # compare each answer under load with the pair's answer sent alone
 
 
 def _positive_list(reader: ConfigReader, key: str, kind: type) -> tuple:
@@ -53,4 +54,5 @@ def read_serving(reader: ConfigReader) -> ServingSettings | None:
         starvation_bound=reader.float("serving.starvation_bound", minimum=0.0, maximum=1.0),
         bootstrap_resamples=reader.int("serving.bootstrap_resamples", minimum=100),
         confidence=reader.float("serving.confidence", minimum=0.5, maximum=0.999),
+        quality_under_load=reader.bool("serving.quality_under_load"),
     )

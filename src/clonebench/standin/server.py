@@ -182,9 +182,12 @@ class Handler(BaseHTTPRequestHandler):
             entry = self.server.record(path, body, self.headers.get("Content-Type")) if method == "POST" else {}
             self.script = None
             if method == "POST" and self.server.stream_profile is not None:
-                with self.server.in_flight as in_flight:  # (when it was read, its slowdown): scripted answers
-                    self.script = (time.perf_counter(), self.server.stream_profile.factor(in_flight))
+                token = self.server.in_flight.enter()  # (when it was read, its slowdown, count): scripted answers
+                self.script = (time.perf_counter(), self.server.stream_profile.factor(token[0]), token[0], token)
+                try:
                     return self._dispatch(method, path, body, entry)
+                finally:
+                    self.server.in_flight.leave(token)
             return self._dispatch(method, path, body, entry)
         except HTTPFailure as exc:
             self._fail(exc)
@@ -336,6 +339,9 @@ class Handler(BaseHTTPRequestHandler):
         """The answer's audio (a WAV at ``voice.OUTPUT_RATE``) for every protocol, failure behaviour applied."""
         if self.server.protocol == "fish" and request["format"] in ("pcm", "opus"):
             raise HTTPFailure(500, "Failed to generate speech")
+        script, profile = getattr(self, "script", None), self.server.stream_profile
+        if script is not None and profile.drift and script[2] > 1 and request.get("seed") is not None:
+            request = {**request, "seed": (request["seed"] * 1009 + script[2]) % 2**31}  # batched: other audio
         references = request["references"]
         if request.get("reference_id") is not None:
             references = self._stored_references(request["reference_id"])

@@ -6,7 +6,8 @@ for its whole life. Its answer is cut into chunks of ``chunk`` audio seconds (``
 shorter) or one chunk per sentence of its text, sized by the sentence's share of the characters
 (``schedule=sentence``). Chunk 0 leaves ``factor * first`` seconds after the request was read; chunk k leaves
 ``factor * (first + rtf * audio seconds of chunks 1..k)`` after it, plus a seeded jitter in [0, ``jitter``)
-(never before the previous chunk). A one-shot answer leaves whole at the time its last chunk would. The audio is
+(never before the previous chunk). With ``drift=1`` a request that shares the server is synthesized with another
+seed (its seed mixed with the count in flight): a batching server whose audio changes under load. A one-shot answer leaves whole at the time its last chunk would. The audio is
 the stand-in's usual one; only its timing is scripted.
 """
 
@@ -33,6 +34,8 @@ class StreamProfile:
     chunk: float = 1.0        # audio seconds per chunk (schedule=fixed)
     schedule: str = "fixed"   # fixed | sentence
     audio: float = 0.0        # seconds of every answer, with --tone (0: the tone's own length, from the text)
+    drift: float = 0.0        # 1: a request sharing the server is synthesized with its seed mixed with the count in
+    #                           flight (a batching server whose output changes under load); 0: the same audio
 
     def factor(self, in_flight: int) -> float:
         return 1.0 + self.slowdown * (max(1, in_flight) - 1)
@@ -77,22 +80,27 @@ def departures(sizes: list[int], rate: int, profile: StreamProfile, factor: floa
 
 
 class InFlight:
-    """How many scripted requests the server holds right now."""
+    """How many scripted requests the server holds right now. A request leaves when its last audio byte is written,
+    before the body's terminator: a client that sends its next request as soon as a body ends must not find its
+    previous request still counted."""
 
     def __init__(self):
         self.count, self.lock = 0, threading.Lock()
 
-    def __enter__(self) -> int:
+    def enter(self) -> list:
+        """A token for ``leave`` (which counts once however often it is called)."""
         with self.lock:
             self.count += 1
-            return self.count
+            return [self.count, True]
 
-    def __exit__(self, *exc) -> None:
+    def leave(self, token: list) -> None:
         with self.lock:
-            self.count -= 1
+            if token[1]:
+                token[1] = False
+                self.count -= 1
 
 
-def write_paced(handler, pieces: list[bytes], times: list[float], origin: float) -> None:
+def write_paced(handler, pieces: list[bytes], times: list[float], origin: float, done=None) -> None:
     """A chunked body: piece k written (and flushed) at ``origin + times[k]`` (perf_counter seconds). The caller has
     sent the status line and headers with ``Transfer-Encoding: chunked``."""
     for piece, due in zip(pieces, times):
@@ -100,6 +108,8 @@ def write_paced(handler, pieces: list[bytes], times: list[float], origin: float)
         if piece:
             handler.wfile.write(f"{len(piece):X}\r\n".encode() + piece + b"\r\n")
             handler.wfile.flush()
+    if done is not None:
+        done()
     handler.wfile.write(b"0\r\n\r\n")
     handler.wfile.flush()
 
@@ -127,7 +137,8 @@ def scripted_answer(handler, text: str, body: bytes, layout: Layout, content_typ
     one-shot (``None``: whole, when its last chunk would leave)."""
     from clonebench.standin.openai_api import sse
 
-    profile, (origin, factor) = handler.server.stream_profile, handler.script
+    profile, (origin, factor, _, token) = handler.server.stream_profile, handler.script
+    done = lambda: handler.server.in_flight.leave(token)  # noqa: E731
     seed = len(handler.server.received)
     frames = (len(body) - layout.head) // layout.frame_bytes
     sizes = chunk_frames(frames, layout.rate, text, profile)
@@ -140,7 +151,7 @@ def scripted_answer(handler, text: str, body: bytes, layout: Layout, content_typ
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
     if streamed is None:
-        return write_paced(handler, [body], times[-1:], origin)
+        return write_paced(handler, [body], times[-1:], origin, done)
     bounds = [0, *(layout.head + layout.frame_bytes * int(x) for x in np.cumsum(sizes))]
     bounds[-1] = len(body)
     pieces = [body[a:b] for a, b in zip(bounds, bounds[1:])]
@@ -148,4 +159,4 @@ def scripted_answer(handler, text: str, body: bytes, layout: Layout, content_typ
         done = sse(b"")
         pieces = [sse(p, chunk=max(1, len(p)))[:-len(done)] for p in pieces]
         pieces[-1] += done
-    write_paced(handler, pieces, times, origin)
+    write_paced(handler, pieces, times, origin, done)
