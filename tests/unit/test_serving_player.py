@@ -99,3 +99,22 @@ def test_capacity_is_the_last_level_before_the_first_miss():
     assert found["capacity"] == 2 and "starved" in found["limited_by"]
     assert capacity([level(1, 0.9, 0.0)], S, "closed")["capacity"] is None
     assert capacity([level(1, 0.1, 0.0, errors=1)], S, "closed")["capacity"] is None
+
+
+def test_the_scripted_schedule():
+    """standin/stream_profile.py: the truth the integration tests measure against."""
+    from clonebench.standin.stream_profile import chunk_frames, departures, parse_profile
+
+    fixed = parse_profile("first=0.2,rtf=0.5,slowdown=0.5,chunk=0.5")
+    assert chunk_frames(1100, 1000, "any text", fixed) == [500, 500, 100]
+    assert fixed.factor(1) == 1.0 and fixed.factor(3) == 2.0
+    # chunk 0 at f * first, then rtf * f seconds per audio second of each later chunk
+    assert departures([500, 500, 100], 1000, fixed, 2.0, seed=1) == pytest.approx([0.4, 0.9, 1.0])
+    sentence = parse_profile("schedule=sentence")
+    # one chunk per sentence, sized by its share of the characters (10 + 20 + 10 of 40)
+    assert chunk_frames(4000, 1000, "Aaaaaaaaa. Bbbbbbbbbbbbbbbbbbb! Cccccccccc", sentence) == [1000, 2000, 1000]
+    jittered = parse_profile("first=0.1,rtf=0,chunk=0.1,jitter=0.05")
+    times = departures([100] * 20, 1000, jittered, 1.0, seed=3)
+    assert all(0.1 <= t < 0.15 for t in times) and times == sorted(times)  # never before the previous chunk
+    with pytest.raises(ValueError, match="unknown stream profile field"):
+        parse_profile("latency=1")
