@@ -167,3 +167,30 @@ class Evaluator:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def score_under_load(run_dir, metrics=("sim", "wer"), *, device: str | None = None, config_name: str = "vc",
+                     overrides=()) -> dict:
+    """A serving run's answers that changed under load (docs/serving.md), scored: SIM of each to the same request's
+    answer sent alone, WER of each and of the answer alone. Writes and returns ``serving_quality.json``; the
+    report shows it beside the level's table."""
+    from clonebench.core.atomic import atomic_write_json
+    from clonebench.report.serving_quality import OUTPUT, changed_pairs, per_level
+
+    run_dir = Path(run_dir)
+    wanted = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not wanted or set(wanted) - {"sim", "wer"}:
+        raise ValueError(f"metrics {wanted}: sim, wer or both")
+    data, jobs = changed_pairs(run_dir)
+    under_load, alone, result = [], [], {"metrics": wanted}
+    if jobs:
+        with Evaluator(wanted, device=device, config_name=config_name, overrides=overrides) as evaluator:
+            under_load = evaluator.score_many([{"generated": str(w), "reference": str(a), "text": i["text"],
+                                                "language": i["language"]} for _, w, a, i in jobs])
+            alone = evaluator.score_many([{"generated": str(a), "reference": str(a), "text": i["text"],
+                                           "language": i["language"]} for _, _, a, i in jobs]) \
+                if "wer" in wanted else [{} for _ in jobs]
+            result["scorers"] = evaluator.provenance
+    result["levels"] = per_level(data, jobs, under_load, alone)
+    atomic_write_json(run_dir / OUTPUT, result)
+    return result

@@ -209,3 +209,15 @@ def test_quality_under_load_keeps_what_differs(tmp_path, dataset):
     for pair in loaded["differing"]:
         a, b = (run_dir / pair["wav"]).read_bytes(), (run_dir / pair["alone_wav"]).read_bytes()
         assert a != b and validate_wav(a).frames == validate_wav(b).frames
+    # scored: the same tone with other dither is the same "voice" (SIM near 1 to the answer alone)
+    from clonebench.metrics import score_under_load
+
+    score_under_load(run_dir, ["sim"], config_name="demo")
+    quality = json.loads((run_dir / "serving_quality.json").read_text())
+    alone_q, loaded_q = quality["levels"]
+    assert alone_q["scored"] == 0 and loaded_q["scored"] == 2 and loaded_q["sim_to_alone_min"] > 0.95
+    assert loaded_q["wer_under_load"] is None  # WER not asked for (its scorer's own tests: test_score_and_compare)
+    from clonebench.report.serving import load_serving, serving_markdown
+
+    assert "Changed under load at closed loop 2: 2 answers, SIM to the answer alone mean 0.9" in \
+        serving_markdown(load_serving(run_dir))

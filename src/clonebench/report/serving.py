@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
 
-RESULTS, MANIFEST = "serving.json", "run_manifest.json"
+RESULTS, MANIFEST, QUALITY = "serving.json", "run_manifest.json", "serving_quality.json"
 HEAD = ["level", "ok/sent", "TTFA p50 ms", "TTFA p95 ms", "TTFA p99 ms", "TTFB p50 ms", "RTF p50",
         "throughput (audio s/s)"]
 PLAYER_HEAD = ["starved", "stalls/stream", "stalled s/stream"]
@@ -27,6 +27,9 @@ def load_serving(run_dir: Path) -> dict:
                               f"(see {MANIFEST}); run it again")
     data = json.loads(path.read_text(encoding="utf-8"))
     data["_run_dir"] = str(run_dir)
+    scored = Path(run_dir) / QUALITY
+    if scored.is_file():  # metrics.score_under_load(RUN)
+        data["quality"] = json.loads(scored.read_text(encoding="utf-8"))
     return data
 
 
@@ -76,6 +79,12 @@ def table(data: dict) -> tuple[list[str], list[list[str]]]:
 
 def capacity_lines(data: dict) -> list[str]:
     lines = []
+    for level in (data.get("quality") or {}).get("levels", []):
+        if level["scored"]:
+            lines.append(f"Changed under load at {level['mode']} loop {level['level']:g}: {level['scored']} answers, "
+                         f"SIM to the answer alone mean {_num(level['sim_to_alone_mean'], '.3f')} (min "
+                         f"{_num(level['sim_to_alone_min'], '.3f')}), WER {_num(level['wer_under_load'], '.3f')} "
+                         f"under load vs {_num(level['wer_alone'], '.3f')} alone")
     for cap in data.get("capacity", []):
         unit = "in flight" if cap["mode"] == "closed" else "arrivals/s"
         found = "none" if cap["capacity"] is None else f"{cap['capacity']:g} {unit}"

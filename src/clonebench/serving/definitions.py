@@ -35,8 +35,8 @@ SERVING_DEFINITIONS = {
     "errors": "measured requests that failed (sent once, never retried: status, transport, deadline, not audio)",
     "outputs_vs_alone": "quality under load: the level's successful measured answers whose WAV is byte-identical to "
                         "the same pair's first answer sent alone (cold, warm-up, closed-loop level 1; the request "
-                        "bytes are the same); both WAVs of each differing pair are kept under under_load/ for the "
-                        "quality metrics (SIM to the alone answer, WER of each)",
+                        "bytes are the same); both WAVs of each differing pair are kept under under_load/ for "
+                        "metrics.score_under_load (SIM to the alone answer, WER of each)",
     "capacity": "the largest level at which it and every lower level had no error, p95 TTFA within "
                 "serving.ttfa_budget_s and a starvation rate within serving.starvation_bound (point estimates)",
 }

@@ -61,7 +61,10 @@ def run_serving(client: ClientSettings, params: dict[str, Any], serving: Serving
                 "generation_provenance": {"protocol": adversary.protocol, "endpoint_url": redact(client.endpoint_url),
                                           "request": adversary.params}}
     atomic_write_json(run_dir / MANIFEST_NAME, manifest)
-    out: dict[str, Any] = {"protocol": client.protocol, "streamed": manifest["streamed"], "levels": []}
+    out: dict[str, Any] = {"protocol": client.protocol, "streamed": manifest["streamed"], "levels": [],
+                           # what each pair asks to say (quality under load: the WER of answers that differ)
+                           "texts": {s.sample_id: {"text": s.row.target_text, "language": s.row.target_language}
+                                     for s in samples}}
 
     under_load = UnderLoad(run_dir) if serving.quality_under_load else None
     current = {"alone": True, "name": "alone"}

@@ -5,7 +5,7 @@ same way answers the same audio whatever else it is doing. A batching server (vL
 not: batched kernels, padding and scheduling can change the numbers. Per level this counts the answers whose WAV
 is byte-identical to that pair's answer sent alone (the cold request, the warm-up and closed-loop level 1), and
 keeps both WAVs of every pair that differs under ``under_load/`` so that the quality metrics can compare them
-(SIM to the alone answer, WER of each: docs/serving.md)."""
+(``clonebench.metrics.score_under_load``: SIM to the alone answer, WER of each)."""
 
 from __future__ import annotations
 
