@@ -221,3 +221,23 @@ def test_quality_under_load_keeps_what_differs(tmp_path, dataset):
 
     assert "Changed under load at closed loop 2: 2 answers, SIM to the answer alone mean 0.9" in \
         serving_markdown(load_serving(run_dir))
+
+
+def test_failed_requests_are_errors_of_their_level_never_retried(tmp_path, dataset, scripted):
+    """Sent once: an HTTP 500 and a stream cut short are errors of the level with their class, and a level with an
+    error is over capacity."""
+    import httpx
+
+    httpx.post(f"{scripted}/_standin/reset", timeout=10)
+    noop = {"kind": "delay", "seconds": 0}  # cold, warm-up and the ramp pass; the two measured requests fail
+    faults = [noop, noop, noop, {"kind": "status", "code": 500}, {"kind": "truncate"}]
+    httpx.post(f"{scripted}/_standin/faults", json={"faults": faults, "clear": True}, timeout=10)
+    _, data, _ = serving_run(tmp_path, dataset, scripted, "/v1/tts", "serving.mode=closed", "serving.levels=[1]",
+                             "serving.requests_per_level=2", "serving.quality_under_load=false")
+    received = [r for r in httpx.get(f"{scripted}/_standin/received", timeout=10).json() if r["path"] == "/v1/tts"]
+    (level,) = data["levels"]
+    summary = level["summary"]
+    assert summary["errors"] == 2 and summary["ok"] == 0 and len(received) == 5  # no retry
+    assert summary["error_classes"] == {"HTTP500": 1, "RemoteProtocolError": 1}, summary["error_classes"]
+    assert "outputs_vs_alone" not in summary
+    assert data["capacity"][0]["capacity"] is None and "2 of 2 requests failed" in data["capacity"][0]["limited_by"]
