@@ -139,6 +139,31 @@ def test_openai_speech_streams_and_open_loop_arrivals(tmp_path, dataset):
     assert data["capacity"][0]["mode"] == "open"
 
 
+@pytest.mark.parametrize("protocol, path, extra", [
+    ("triton", "/v2/models/cosyvoice2/infer", ["adversary=triton_kserve"]),
+    ("sglang_omni", "/v1/audio/speech", ["adversary=sglang_omni_speech"]),
+])
+def test_one_shot_protocols_run_end_to_end(tmp_path, dataset, protocol, path, extra):
+    """Triton's KServe JSON and SGLang-Omni's whole WAV: read whole, TTFA = total, no player, no chunk audio."""
+    from clonebench.standin import running_standin
+
+    share = tmp_path / "share"
+    share.mkdir()
+    if protocol == "sglang_omni":
+        extra = [*extra, f"adversary.reference_share.local_dir={share}"]
+    with running_standin(protocol=protocol, tone=True, references_dir=share, max_lifetime=120) as server:
+        result, data, manifest = serving_run(tmp_path, dataset, server.url, path, *extra, "serving.mode=closed",
+                                             "serving.levels=[1,2]", "serving.requests_per_level=2")
+    assert result.ok and not data["streamed"] and data["protocol"] in extra[0]
+    for level in data["levels"]:
+        assert level["summary"]["errors"] == 0 and level["summary"]["starvation_rate"] is None
+        # Triton has no seed field, SGLang-Omni ignores it: their answers differ whatever the load, so they are
+        # not compared (the Fish runs above check a seeded server's comparison)
+        assert "outputs_vs_alone" not in level["summary"] and "not seeded" in manifest["quality_under_load"]
+        for r in (r for r in level["records"] if r["phase"] == "measured"):
+            assert r["ok"] and r["player"] is None and r["ttfa_s"] == r["total_s"] and r["chunks"]["audio_ms"] == []
+
+
 def test_a_one_shot_server_gets_the_table_without_the_player(tmp_path, dataset):
     """s2.cpp answers one WAV (no stream) and synthesizes one request at a time (503 when busy, never retried in a
     serving run): TTFA is close to the total, no player, and its errors at 2 in flight set its capacity to 1."""

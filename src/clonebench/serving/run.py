@@ -52,7 +52,7 @@ def run_serving(client: ClientSettings, params: dict[str, Any], serving: Serving
     run_dir.mkdir(parents=True, exist_ok=True)
     requests = {s.sample_id: adversary.prepare(synthesis_input(s)) for s in samples}
     ids = list(requests)
-    seed = 0 if seed is None else seed
+    run_seed, seed = seed, 0 if seed is None else seed  # seed: the bootstrap's and the arrivals' (0 when unseeded)
     manifest = {**header, "measure": "stream", "status": "running", "started_at": time.time(),
                 "serving_definitions": SERVING_DEFINITIONS, "serving": asdict(serving),
                 "streamed": streamed(next(iter(requests.values()))), "n_pairs": len(samples),
@@ -66,7 +66,14 @@ def run_serving(client: ClientSettings, params: dict[str, Any], serving: Serving
                            "texts": {s.sample_id: {"text": s.row.target_text, "language": s.row.target_language}
                                      for s in samples}}
 
-    under_load = UnderLoad(run_dir) if serving.quality_under_load else None
+    compare = serving.quality_under_load and adversary.seeded(run_seed)
+    manifest["quality_under_load"] = "compared with the answers sent alone" if compare else \
+        "off (serving.quality_under_load=false)" if not serving.quality_under_load else \
+        f"not compared: the run is not seeded ({adversary.seed_policy(run_seed)}, seed handling: " + \
+        ("none, the server takes no seed" if not adversary.accepts_seed else "the server ignores it"
+         if adversary.seed_ignored else "no run seed") + "), so its answers differ whatever the load"
+    atomic_write_json(run_dir / MANIFEST_NAME, manifest)
+    under_load = UnderLoad(run_dir) if compare else None
     current = {"alone": True, "name": "alone"}
 
     async def send(sample_id: str, phase: str, started_s: float, planned: float | None) -> RequestRecord:
