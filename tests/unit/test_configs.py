@@ -56,6 +56,15 @@ def test_the_serving_overlay_composes_on_a_primary_config(base):
     assert read_settings(cfg, "test").client.measure == "stream"
 
 
+def test_a_serving_run_needs_both_halves():
+    with pytest.raises(ConfigError, match=r"\+serving=sweep"):
+        read_settings(compose("vc", ["adversary.measure=stream", *NEEDS]), "test")
+    with pytest.raises(ConfigError, match=r"\+serving=sweep"):
+        read_settings(compose("vc", ["+serving=sweep", "adversary.measure=ttfb", *NEEDS]), "test")
+    with pytest.raises(ConfigError, match="serving.levels"):
+        read_settings(compose("vc", ["+serving=sweep", "serving.levels=[4,2]", *NEEDS]), "test")
+
+
 def test_the_documented_user_command_composes():
     cfg = compose("ots_vc/clean/libritts/fish_audio_s2_ots", [
         "run_name=fish_s2_http_libritts16", "dataset.use_hf_dataset=false",
