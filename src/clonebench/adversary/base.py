@@ -123,6 +123,13 @@ class Adversary(ABC):
         return self.accepts_seed and not self.seed_ignored and seed is not None and \
             self.seed_policy(seed) not in ("not_supported", "unseeded")
 
+    @property
+    def reads_seed(self) -> bool:
+        """Does the server read the seed it is sent? What the adapter knows (no seed field, or one the server is
+        known to ignore) wins over the determinism probe, which can show only that identical requests gave
+        identical bytes, never that the seed decided them."""
+        return self.accepts_seed and not self.seed_ignored
+
     def request_fingerprint_fields(self) -> dict[str, Any]:
         """What, besides the inputs and the service's files, decides the audio this adversary gets.
 

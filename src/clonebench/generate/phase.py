@@ -31,7 +31,7 @@ from clonebench.generate.readiness import check_reference_durations, wait_until_
 from clonebench.generate.recorder import RunRecorder
 from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
 from clonebench.generate.run_lock import RunLocks
-from clonebench.generate.runner import generate_samples, reference_check
+from clonebench.generate.runner import generate_samples, probed_seed, reference_check
 from clonebench.generate.settings import GenerationSettings
 
 log = logging.getLogger(__name__)
@@ -245,18 +245,13 @@ def _generate(settings: GenerationSettings, adversary, samples: list[Sample], to
             recorder.extra["readiness"] = await wait_until_ready(adversary, http, pool, client.ready_timeout)
             if client.reference_check and gate is not None and gate.result is not None:
                 recorder.extra["reference_check"] = {**gate.result, "shared_from": gate.run_dir}
-                if recorder.seeds_sent and settings.seed is not None:
-                    recorder.extra["seed_honoured"] = gate.result["seed_honoured"]
-                    recorder.extra["seeded"] = recorder.extra["seeded"] and gate.result["seed_honoured"] is not False
+                probed_seed(recorder, adversary, settings.seed, gate.result["seed_honoured"])
             elif client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
                     recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
                                                                               recorder, settings.seed, pool)
-                    if recorder.seeds_sent and settings.seed is not None:
-                        recorder.extra["seed_honoured"] = recorder.extra["reference_check"]["seed_honoured"]
-                        recorder.extra["seeded"] = recorder.extra["seeded"] and \
-                            recorder.extra["seed_honoured"] is not False
+                    probed_seed(recorder, adversary, settings.seed, recorder.extra["reference_check"]["seed_honoured"])
                     if gate is not None:
                         gate.result, gate.run_dir = recorder.extra["reference_check"], str(recorder.run_dir)
                 except ClonebenchError:
