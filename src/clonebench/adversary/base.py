@@ -53,6 +53,9 @@ class PreparedRequest:
     to_wav: Callable[[bytes], bytes] | None = None
     # a non-2xx answer: the protocol's reading of its status and body (e.g. Triton's error JSON), added to the attempt
     describe_error: Callable[[int, bytes], str | None] | None = None
+    # an error body's text with this protocol's per-attempt parts set aside (e.g. the model instance that served
+    # it), for the transport's early stop on a repeated error (transport.error_meaning)
+    error_key: Callable[[str], str] | None = None
 
     @cached_property
     def sha256(self) -> str:
