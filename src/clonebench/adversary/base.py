@@ -56,6 +56,9 @@ class PreparedRequest:
     # an error body's text with this protocol's per-attempt parts set aside (e.g. the model instance that served
     # it), for the transport's early stop on a repeated error (transport.error_meaning)
     error_key: Callable[[str], str] | None = None
+    # the server sends its 200 before its model runs (e.g. FastAPI's StreamingResponse), so a 2xx whose body breaks
+    # before its first byte means the model failed (a failed attempt, InvalidAudio, as an empty 200): why, or None
+    failed_before_audio: str | None = None
 
     @cached_property
     def sha256(self) -> str:

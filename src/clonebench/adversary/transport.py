@@ -5,7 +5,9 @@ Classification:
 - unknown_outcome (retried, and recorded as such): the request was sent but the response was lost:
   read timeout, connection reset or closed after the body was written, a body cut short;
 - permanent (not retried): 3xx, any other 4xx/5xx, a 2xx whose body is not a valid WAV, an answer over
-  ``adversary.max_response_bytes`` or in an encoding the client did not ask for (``bounded.py``).
+  ``adversary.max_response_bytes`` or in an encoding the client did not ask for (``bounded.py``), and a 2xx
+  whose body breaks before its first byte from a server that sends its 200 before its model runs
+  (``PreparedRequest.failed_before_audio``: its model failed, as an empty 200 says);
 Backoff is tenacity's exponential backoff with jitter; a ``Retry-After`` header (seconds or
 HTTP date) lengthens the wait up to ``retry_max_delay``; a malformed one is ignored (normal backoff).
 ``RetryPolicy.deadline`` (``adversary.timeout``) bounds each whole attempt, connect to last byte: a server
@@ -187,6 +189,10 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
     except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
             httpx.WriteTimeout) as exc:
+        if request.failed_before_audio and attempt.status_code is not None and 200 <= attempt.status_code < 300 \
+                and not attempt.response_bytes:  # this server sends its 200 before its model runs: no audio came
+            raise AttemptFailed("permanent", "InvalidAudio", f"HTTP {attempt.status_code} but the body broke before "
+                                f"its first byte: {request.failed_before_audio} ({exc!r})", attempt.status_code) from exc
         if attempt.status_code is not None:  # the status line arrived: the server failed mid-response
             raise RetryableFailure(
                 "unknown_outcome", type(exc).__name__,
