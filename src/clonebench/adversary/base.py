@@ -117,6 +117,11 @@ class Adversary(ABC):
         """After the run (idempotent): undo what the adversary set up (e.g. staged references); what to record."""
         return {}
 
+    def track_staging(self, note: Callable[[dict], None], leftovers: list[dict]) -> None:
+        """For an adversary that stages files outside the run (references on the server's disk): ``note`` records
+        each file durably before it is created; ``leftovers`` are what earlier runs of the resume chain recorded
+        and never removed (killed), to remove at this run's release. Nothing to do for the others."""
+
     def seed_policy(self, seed: int | None) -> str:
         if not self.accepts_seed:
             return "not_supported"

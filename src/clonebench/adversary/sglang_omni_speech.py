@@ -103,6 +103,10 @@ class SGLangOmniSpeech(Adversary):
     def release(self) -> dict[str, Any]:
         return {"reference_share": self.share.release()}
 
+    def track_staging(self, note, leftovers: list[dict]) -> None:
+        self.share.note = note
+        self.share.adopt(leftovers)
+
     async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
         url = str(server_root(endpoint_url).join("health"))
         try:

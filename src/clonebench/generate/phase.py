@@ -29,7 +29,7 @@ from clonebench.data.reference_length import check_reference_lengths
 from clonebench.data.selection import load_samples
 from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.recorder import RunRecorder
-from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
+from clonebench.generate.resume import ORIGIN_KEY, STAGED_EVENT, resume_chain, reusable_outcomes, staged_leftovers
 from clonebench.generate.run_lock import RunLocks
 from clonebench.generate.runner import generate_samples, probed_seed, reference_check
 from clonebench.generate.settings import GenerationSettings
@@ -125,6 +125,7 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
         adversary.check_samples(samples)  # e.g. languages the server accepts, a reference share (before any request)
         record = load_service_record(client.service_record, client.protocol)
         adversary.use_service_record(record)
+        adversary.track_staging(lambda entry: recorder.journal.append(STAGED_EVENT, **entry), staged_leftovers(chain))
         cache = HashCache(settings.hash_cache)
         try:
             service = service_provenance(client.service_code_path, client.service_checkpoint_path,
