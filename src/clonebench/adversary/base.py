@@ -54,7 +54,7 @@ class PreparedRequest:
     # a non-2xx answer: the protocol's reading of its status and body (e.g. Triton's error JSON), added to the attempt
     describe_error: Callable[[int, bytes], str | None] | None = None
     # an error body's text with this protocol's per-attempt parts set aside (e.g. the model instance that served
-    # it), for the transport's early stop on a repeated error (transport.error_meaning)
+    # it), for the transport's early stop on a repeated error (adversary/error_meaning.py)
     error_key: Callable[[str], str] | None = None
     # the server sends its 200 before its model runs (e.g. FastAPI's StreamingResponse), so a 2xx whose body breaks
     # before its first byte means the model failed (a failed attempt, InvalidAudio, as an empty 200): why, or None
