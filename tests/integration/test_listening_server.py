@@ -122,10 +122,11 @@ def rate(base: str, key: dict, token: str, progress: list | None = None, answer=
     return acked
 
 
-def raw_get(base: str, target: str) -> bytes:
+def raw_get(base: str, target: str, token: str | None = None) -> bytes:
     host, port = base.removeprefix("http://").split(":")
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n".encode())
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
@@ -316,8 +317,9 @@ def hostile(base: str, key: dict, token: str, finished_token: str) -> None:
     secret = key["salt"].encode()
     for target in ("/../key.json", "/site/../key.json", "/%2e%2e/key.json", "/clips/..%2f..%2fkey.json",
                    "/clips/%2e%2e/%2e%2e/key.json", "//etc/passwd", "/..%5ckey.json", "/clips/../../key.json"):
-        reply = raw_get(base, target)
-        assert not reply.startswith(b"HTTP/1.1 200") and secret not in reply and b"id_secret" not in reply, target
+        for who in (None, token):  # without a token, and as a valid rater (the path checks themselves)
+            reply = raw_get(base, target, who)
+            assert not reply.startswith(b"HTTP/1.1 200") and secret not in reply and b"id_secret" not in reply, target
 
 
 def dropped(base: str, target: str, headers: str = "") -> None:

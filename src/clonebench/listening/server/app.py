@@ -37,7 +37,6 @@ from starlette.requests import ClientDisconnect
 
 from clonebench.listening.build import SITE
 from clonebench.listening.page import CSP, PAGE
-from clonebench.report.html_page import script_json
 from clonebench.listening.server import tokens
 from clonebench.listening.server.export import export
 from clonebench.listening.server.protocol import (
@@ -48,6 +47,7 @@ from clonebench.listening.server.protocol import (
 )
 from clonebench.listening.server.status import ADMIN_PAGE, status
 from clonebench.listening.server.store import DiskFull, ParticipantTaken, Store
+from clonebench.report.html_page import script_json
 
 MAX_BODY = 16 * 1024
 PARTICIPANT = re.compile(r"[A-Za-z0-9._-]{1,64}")
