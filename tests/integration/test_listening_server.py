@@ -331,6 +331,7 @@ def dropped(base: str, target: str, headers: str = "") -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_only_raters_get_the_trials_and_clips_joins_are_atomic_and_a_dropped_client_is_one_line(test_dir, tmp_path):
     folder = tmp_path / "test"

@@ -29,6 +29,7 @@ def events(run_dir: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_bytes().split(b"\n")[:-1]] if path.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_a_sigkilled_run_leaves_the_share_as_it_found_it_once_its_resume_ends(protocol, tmp_path, dataset,
