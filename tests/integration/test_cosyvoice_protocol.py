@@ -68,6 +68,22 @@ def test_an_empty_200_is_a_failed_sample_and_resume_regenerates_it(tmp_path, dat
     assert load_manifest(second)["resumed_from"]["reused"] == 1
 
 
+@pytest.mark.parametrize("measure", ["quality", "ttfb"])
+def test_a_200_whose_stream_breaks_before_any_audio_is_one_failed_attempt(tmp_path, dataset, cosyvoice, measure):
+    """What upstream's app sends when its model raises at once: 200, then the chunked stream breaks at 0 bytes.
+    The model failed (the 200 comes before it runs): one failed attempt per pair, InvalidAudio, not resent."""
+    cosyvoice.faults.add([{"kind": "model_error", "times": 5}])
+    status, run_dir = generate_run(tmp_path, dataset, cosyvoice.url, COSY, "adversary.max_samples=5",
+                                   "adversary.reference_check=false", f"adversary.measure={measure}", path=PATH)
+    assert status == RunStatus.FAILED
+    assert len([r for r in cosyvoice.received if r["path"] == PATH]) == 5  # 5 pairs, 5 requests
+    for index in range(5):
+        [attempt] = sample_attempts(run_dir, index)
+        assert attempt["outcome"] == "permanent" and attempt["error_class"] == "InvalidAudio", attempt
+        assert attempt["status_code"] == 200 and attempt["response_bytes"] == 0
+        assert "HTTP 200 but the body broke before its first byte: CosyVoice sends its 200 before" in attempt["error"]
+
+
 def test_a_cut_stream_is_retried_with_identical_bytes(tmp_path, dataset, cosyvoice):
     cosyvoice.faults.add([{"kind": "truncate"}])
     status, run_dir = generate_run(tmp_path, dataset, cosyvoice.url, COSY, "adversary.max_samples=1",

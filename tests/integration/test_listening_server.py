@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -121,10 +122,11 @@ def rate(base: str, key: dict, token: str, progress: list | None = None, answer=
     return acked
 
 
-def raw_get(base: str, target: str) -> bytes:
+def raw_get(base: str, target: str, token: str | None = None) -> bytes:
     host, port = base.removeprefix("http://").split(":")
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n".encode())
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
@@ -159,7 +161,7 @@ def test_twenty_raters_a_crash_a_restart_and_the_export(test_dir, tmp_path, caps
         first.kill()
         halves = [f.result() for f in running]
     assert 100 <= sum(len(h["test"]) + len(h["training"]) for h in halves) < 20 * 13
-    restarted = Server(test_dir)
+    restarted = Server(test_dir, "--rate-limit", "1")  # the bound hostile() checks, whatever the machine load
     try:
         with httpx.Client(base_url=restarted.base, timeout=20) as client:
             for token, acked in zip(tokens, halves):  # nothing acknowledged is lost; the order is the same
@@ -309,21 +311,79 @@ def hostile(base: str, key: dict, token: str, finished_token: str) -> None:
         page = client.get("/")
         assert "connect-src 'self'" in page.headers["content-security-policy"] and "listeningServer" in page.text
         clip = next(iter(key["clips"]))
-        assert client.get(f"/clips/{clip}.wav").headers["content-type"].startswith("audio/")
+        assert client.get(f"/clips/{clip}.wav", headers=auth).headers["content-type"].startswith("audio/")
         for path in ("/key.json", "/clips/", "/clips", "/server/admin_token", "/.hidden"):
-            assert client.get(path).status_code == 404, path
+            assert client.get(path, headers=auth).status_code == 404, path
     secret = key["salt"].encode()
     for target in ("/../key.json", "/site/../key.json", "/%2e%2e/key.json", "/clips/..%2f..%2fkey.json",
                    "/clips/%2e%2e/%2e%2e/key.json", "//etc/passwd", "/..%5ckey.json", "/clips/../../key.json"):
-        reply = raw_get(base, target)
-        assert not reply.startswith(b"HTTP/1.1 200") and secret not in reply and b"id_secret" not in reply, target
+        for who in (None, token):  # without a token, and as a valid rater (the path checks themselves)
+            reply = raw_get(base, target, who)
+            assert not reply.startswith(b"HTTP/1.1 200") and secret not in reply and b"id_secret" not in reply, target
+
+
+def dropped(base: str, target: str, headers: str = "") -> None:
+    """A client that declares a 100-byte body, sends 10 bytes and goes away."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(f"POST {target} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{headers}"
+                     "Content-Length: 100\r\n\r\n{\"phase\": ".encode())
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_only_raters_get_the_trials_and_clips_joins_are_atomic_and_a_dropped_client_is_one_line(test_dir, tmp_path):
+    folder = tmp_path / "test"
+    shutil.copytree(test_dir, folder, ignore=shutil.ignore_patterns("server", "server-*.json", "results.json"))
+    key = load_key(folder)
+    server = Server(folder, "--raters", "1", "--open", "--rate-limit", "1000")
+    token, admin = token_of(server.links[0]), (folder / "server" / "admin_token").read_text().strip()
+    secret_ids = {t["trial_id"] for t in key["trials"]} | set(key["clips"])
+    try:
+        with httpx.Client(base_url=server.base, timeout=20) as client:
+            for path in ("/", "/index.html"):  # the page is public, but names no trial and no clip
+                page = client.get(path)
+                assert page.status_code == 200 and [i for i in secret_ids if i in page.text] == []
+            for clip in key["clips"]:  # no clip without a token; a forged cookie or header is no token
+                for headers in ({}, {"Cookie": f"clonebench_rater={'A' * 43}"}, {"Authorization": "Bearer " + "A" * 43}):
+                    reply = client.get(f"/clips/{clip}.wav", headers=headers)
+                    assert reply.status_code == 401 and not reply.content.startswith(b"RIFF"), (clip, headers)
+            clip = next(iter(key["clips"]))
+            wav = (folder / "site" / "clips" / f"{clip}.wav").read_bytes()
+            assert client.get(f"/clips/{clip}.wav", headers={"Authorization": f"Bearer {admin}"}).content == wav
+            config = client.get("/api/config", headers={"Authorization": f"Bearer {token}"})
+            cookie = config.headers["set-cookie"]  # what the page's <audio> elements send: never in a URL
+            assert all(part in cookie for part in ("HttpOnly", "SameSite=strict", "Path=/clips/")), cookie
+            assert client.get(f"/clips/{clip}.wav").content == wav  # the client kept the cookie
+            assert client.get("/api/config").status_code == 401    # the cookie is for the clips only
+        for round_ in range(10):  # 16 simultaneous joins of one participant: one rater, the others 409
+            barrier = threading.Barrier(16)
+
+            def join(_, who=f"PID-{round_}"):
+                with httpx.Client(base_url=server.base, timeout=20) as client:
+                    barrier.wait()
+                    return client.post("/api/join", json={"participant": who}).status_code
+
+            with ThreadPoolExecutor(16) as pool:
+                codes = sorted(pool.map(join, range(16)))
+            assert codes == [200] + [409] * 15, (round_, codes)
+        for _ in range(5):  # clients that go away mid-body: normal traffic, no traceback
+            dropped(server.base, "/api/answer", f"Authorization: Bearer {token}\r\n")
+            dropped(server.base, "/api/join")
+        with httpx.Client(base_url=server.base, timeout=20) as client:  # still serving
+            assert client.get("/api/config", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    finally:
+        err = server.stop()
+    assert "Traceback" not in err and "ClientDisconnect" not in err, err
+    assert 1 <= err.count("disconnected before its body ended") <= 10 and token not in err, err
 
 
 def test_the_store_refuses_another_schema_and_keeps_answers_when_the_disk_is_full(tmp_path):
     store = Store(tmp_path / "a", "lt-x")
     with pytest.raises(StoreError, match=r"pid \d+"):
         Store(tmp_path / "a", "lt-x")
-    store.add_rater("r1", "d" * 64, 1, {"training": [], "test": []})
+    store.add_rater(lambda n: "r1", "d" * 64, 1, {"training": [], "test": []})
     store.db.execute(f"PRAGMA max_page_count = {store.db.execute('PRAGMA page_count').fetchone()[0] + 2}")
     saved = 0
     with pytest.raises(DiskFull, match="full"):

@@ -394,7 +394,7 @@ def test_a_repeated_identical_500_stops_early_as_permanent(tmp_path, dataset, st
     first = load_manifest(run_dir)["samples"][0]["sample_id"]
     ends = [e for e in journal(run_dir) if e["event"] == "attempt_end" and e["sample_id"] == first]
     assert [e["outcome"] for e in ends] == ["transient", "permanent"]
-    assert "stopped early: the same HTTP 500 body as the previous attempt" in ends[-1]["error"]
+    assert "stopped early: the same HTTP 500 error as the previous attempt" in ends[-1]["error"]
 
 
 def test_s2cpp_busy_longer_than_the_timeout_spends_the_attempt(tmp_path, dataset):

@@ -59,6 +59,41 @@ def test_generate_resume_and_cleanup(tmp_path, dataset, share):
     assert not any(share in p.parents for p in written)
 
 
+def test_a_deterministic_server_does_not_make_an_ignored_seed_honoured(tmp_path, dataset, share, monkeypatch,
+                                                                       capsys):
+    """A server that answers identical requests identically passes the determinism probe; the adapter knows the
+    seed is never read, and that wins in every record: manifest, gate, compare-check and repeat."""
+    from argparse import Namespace
+
+    from clonebench.cli import repeat
+    from clonebench.report.compatibility import differences
+    from clonebench.report.tables import ResultTable
+    from clonebench.standin import voice
+
+    synthesize = voice.synthesize
+    monkeypatch.setattr(voice, "synthesize", lambda text, language, style, seed: synthesize(text, language, style, 0))
+    with running_standin(protocol="sglang_omni", references_dir=share, max_lifetime=300) as server:
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *args(share, "adversary.max_samples=3"),
+                                       path=PATH)
+        capsys.readouterr()
+        repeat.run(Namespace(run_dir=run_dir, count=1, repeats=1, endpoint=None, output=tmp_path / "repeat.json"))
+    assert status == RunStatus.GENERATED
+    manifest, check = load_manifest(run_dir), load_manifest(run_dir)["reference_check"]
+    assert manifest["seed_honoured"] is False and manifest["seeded"] is False  # what the adapter knows wins ...
+    assert check["determinism_probe"]["identical"] is True  # ... over the determinism the probe saw
+    assert check["seed_honoured"] is False and check["determinism_probe"]["seed_honoured"] is False
+    assert check["status"] == "passed" and check["method"] == "byte comparison (deterministic server; the seed is not read)"
+    table = ResultTable("sglang", [], status="complete", generation_status="generated",
+                        seed_policy=manifest["seed_policy"], seed=manifest["seed"],
+                        seed_honoured=manifest["seed_honoured"], seeded_recorded=manifest["seeded"],
+                        seed_handling=manifest["seed_handling"])
+    assert not table.seeded and table.unseeded_server
+    said = " ".join(differences(table, table))
+    assert "ignores the seed it is sent" in said and "determinism probe" not in said, said
+    summary = json.loads((tmp_path / "repeat.json").read_text())
+    assert summary["seeded"] is False and "ignores the seed it is sent" in capsys.readouterr().out
+
+
 def test_422_is_permanent_and_500_retried(tmp_path, dataset, share):
     with running_standin(protocol="sglang_omni", references_dir=share, max_lifetime=300) as server:
         server.faults.add([{"kind": "status", "code": 422, "message": "input: Field required"}])

@@ -82,6 +82,13 @@ def test_a_suite_task_runs_end_to_end_against_the_protocol(protocol, small_suite
     assert manifest["generation_provenance"]["protocol"] == protocol
     assert manifest["seeded"] is seeded and manifest["generation_provenance"]["seeded"] is seeded
     assert manifest["reference_check"]["status"] == "passed" and manifest["reference_check"]["method"] == method
+    # one story (issue #42): the manifest, its provenance and the gate agree on the seed, and a seed the adapter
+    # knows is not read is never recorded as honoured
+    check = manifest["reference_check"]
+    assert manifest["seed_honoured"] is check["seed_honoured"] is seeded
+    assert manifest["seed_handling"] == {"cosyvoice_http": "none (the server takes no seed)",
+                                         "triton_kserve": "none (the server takes no seed)",
+                                         "sglang_omni_speech": "sent, ignored by the server"}.get(protocol, "sent")
     assert manifest["suite"]["task"] == TASK and manifest["suite"]["suite"] == "onboarding-v1"
     gate = sum(e.get("purpose", "sample") != "sample" for e in _events(task_dir) if e["event"] == "attempt_end")
     assert gate >= 2 and len(sent) == probes + gate + PAIRS  # every pair once, after readiness and the gate

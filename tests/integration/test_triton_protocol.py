@@ -92,6 +92,27 @@ def test_a_500_error_json_is_retried_with_identical_bytes_and_nan_is_refused(tmp
         assert [s["status"] for s in manifest["samples"]] == ["generated", "generation_failed", "generated"]
 
 
+def test_a_model_error_from_several_instances_stops_early_by_its_meaning(tmp_path, dataset):
+    """The recipes run several instances of a model, and each 500 names the instance that served it: one
+    deterministic model error reads differently on every attempt, yet means the same, so the second stops."""
+    message = "Failed to process the request(s) for model instance '{instance}', message: RuntimeError: shape '[1, -1]'"
+    with running_standin(protocol="triton", max_lifetime=600) as server:
+        server.triton_instances = 3
+        server.faults.add([{"kind": "status", "code": 500, "message": message, "times": 3},
+                           {"kind": "status", "code": 500, "message": message.replace("shape", "CUDA"), "times": 1}])
+        status, run_dir = run(tmp_path, dataset, server, NO_GATE, "adversary.request_attempts=3",
+                              "adversary.max_samples=2")
+        bodies = infer_bodies(server)
+    assert status == RunStatus.PARTIAL
+    first = sample_attempts(run_dir, 0)
+    assert "cosyvoice2_0_0" in first[0]["error"] and "cosyvoice2_0_1" in first[1]["error"]
+    assert [a["outcome"] for a in first] == ["transient", "permanent"]
+    assert "stopped early: the same HTTP 500 error as the previous attempt" in first[1]["error"]
+    second = sample_attempts(run_dir, 1)  # another error, then another again: two meanings, not stopped early
+    assert [a["outcome"] for a in second] == ["transient", "transient", "ok"], second
+    assert len(bodies) == 2 + 3
+
+
 def test_a_model_not_ready_or_decoupled_is_refused_before_any_request(tmp_path, dataset):
     with running_standin(protocol="triton", max_lifetime=600) as server:
         server.triton_unready = {"cosyvoice2"}

@@ -114,6 +114,20 @@ def test_a_list_as_trial_id_and_a_huge_integer(test_dir):
     assert "digits" in message and "0" * 100 not in message
 
 
+def test_wrongly_typed_and_off_scale_answers_are_all_listed_in_one_pass(test_dir):
+    data = payload(rater_id="bad id!")
+    data["trials"][0]["rating"] = 4.5                            # wrongly typed
+    data["trials"][1].update(rating=9, shown_ms="soon")          # off the scale, and a wrongly typed time
+    data["trials"][2].update(clips=["c0"], position=7)           # another trial's clip, listed elsewhere
+    _, found = check_sheet(write_sealed(test_dir, data), load_key(test_dir))
+    assert found == ["ratings.trials[0].rating: Input should be a valid integer",
+                     "ratings.trials[1].shown_ms: Input should be a valid integer",
+                     "rater id 'bad id!' is not 1-64 letters, digits, '.', '_', '-'",
+                     "trial t1: rating 9 is not one of [1, 2, 3, 4, 5]",
+                     "trial t2: clips ['c0'] are not the trial's clips",
+                     "trial 't2': position 7, listed at 2"], found
+
+
 def test_a_nested_list_of_depth_100(test_dir):
     data = payload(user_agent=json.loads("[" * 100 + "]" * 100))
     message = refused(test_dir, write_raw(test_dir, json.dumps(sealed(SALT, data))))

@@ -158,3 +158,19 @@ def test_compare_and_the_report_mark_unseeded_servers():
     rows = run_rows([seeded, triton])
     assert rows[0]["name"] == "fish" and rows[1]["name"] == "triton (no seed)"
     assert f"triton: {UNSEEDED_NOTE}" in footnotes(rows)
+
+
+def test_the_docs_page_names_the_commits_read_and_does_not_contradict_its_real_server_check():
+    """docs/servers-triton.md (issue #42 item 8): every recipe commit the adapter was written from is on the page,
+    and a page that reports a run against a real tritonserver does not also say it was never checked."""
+    import re
+    from pathlib import Path
+
+    from clonebench.adversary import triton_kserve
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "servers-triton.md").read_text(encoding="utf-8")
+    commits = re.findall(r"\b[0-9a-f]{40}\b", triton_kserve.__doc__)
+    assert len(commits) == 4 and all(c[:12] in page for c in commits), commits
+    assert "## Checked against a real Triton server" in page
+    assert not re.search(r"not (yet )?checked against a running", page, re.IGNORECASE)
+    assert "reference_sample_rate=24000" in page  # F5-TTS's reference rate at its head

@@ -55,6 +55,12 @@ class PreparedRequest:
     describe_error: Callable[[int, bytes], str | None] | None = None
     # serving runs: a fresh incremental reader of the answer's audio (``stream_decode.py``), counting decodable samples
     decoder: Callable[[], Any] | None = None
+    # an error body's text with this protocol's per-attempt parts set aside (e.g. the model instance that served
+    # it), for the transport's early stop on a repeated error (adversary/error_meaning.py)
+    error_key: Callable[[str], str] | None = None
+    # the server sends its 200 before its model runs (e.g. FastAPI's StreamingResponse), so a 2xx whose body breaks
+    # before its first byte means the model failed (a failed attempt, InvalidAudio, as an empty 200): why, or None
+    failed_before_audio: str | None = None
 
     @cached_property
     def sha256(self) -> str:
@@ -113,6 +119,11 @@ class Adversary(ABC):
         """After the run (idempotent): undo what the adversary set up (e.g. staged references); what to record."""
         return {}
 
+    def track_staging(self, note: Callable[[dict], None], leftovers: list[dict]) -> None:
+        """For an adversary that stages files outside the run (references on the server's disk): ``note`` records
+        each file durably before it is created; ``leftovers`` are what earlier runs of the resume chain recorded
+        and never removed (killed), to remove at this run's release. Nothing to do for the others."""
+
     def seed_policy(self, seed: int | None) -> str:
         if not self.accepts_seed:
             return "not_supported"
@@ -124,6 +135,13 @@ class Adversary(ABC):
         (The determinism probe may still find that a server ignores its seed: ``seed_honoured`` false.)"""
         return self.accepts_seed and not self.seed_ignored and seed is not None and \
             self.seed_policy(seed) not in ("not_supported", "unseeded")
+
+    @property
+    def reads_seed(self) -> bool:
+        """Does the server read the seed it is sent? What the adapter knows (no seed field, or one the server is
+        known to ignore) wins over the determinism probe, which can show only that identical requests gave
+        identical bytes, never that the seed decided them."""
+        return self.accepts_seed and not self.seed_ignored
 
     def request_fingerprint_fields(self) -> dict[str, Any]:
         """What, besides the inputs and the service's files, decides the audio this adversary gets.

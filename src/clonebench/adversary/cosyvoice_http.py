@@ -12,9 +12,11 @@ Read at FunAudioLLM/CosyVoice ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40 (2026-03-
   ``seeded: false``);
 - answer: ``StreamingResponse(generate_data(...))``: each model chunk as raw int16 PCM (``* 2**15``), no header, no
   Content-Type, chunked, at the model's rate (``configs['sample_rate']``: 24000 for CosyVoice 2 and 3, 22050 for
-  CosyVoice 1): ``adversary.sample_rate``. A model failure after the 200 ends the stream: cut short (an unknown
-  outcome, retried) or empty (upstream issue #1805: at this head every zero-shot request answers 200 and no
-  audio), a failed attempt either way (``raw_pcm.pcm_to_wav``);
+  CosyVoice 1): ``adversary.sample_rate``. The 200 is sent before the model runs, so a model failure breaks the
+  chunked stream: before its first byte (what the real app does when the model raises at once, e.g. upstream
+  issue #1805, where every zero-shot request fails so) it is a failed attempt, ``InvalidAudio``, not resent
+  (``FAILED_BEFORE_AUDIO``), as a clean empty 200 is (``raw_pcm.pcm_to_wav``); cut after some audio it is an
+  unknown outcome, retried (a network cut looks the same);
 - the reference: the speech tokenizer refuses a prompt over 30 s (``frontend._extract_speech_token`` asserts it,
   inside the stream: a cut answer): refused here before any request when ``reference_duration_check``;
 - readiness: the server has no health route, but it loads the model before ``uvicorn.run``: once FastAPI's own
@@ -37,6 +39,8 @@ UPSTREAM_COMMIT = "ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40"
 REFERENCE_RULE = ReferenceRule(None, 30.0,
                                f"CosyVoice frontend._extract_speech_token (assert <= 30 s, {UPSTREAM_COMMIT[:8]})")
 EXTENSIONS = {"WAV": "wav", "MP3": "mp3", "FLAC": "flac", "OGG": "ogg"}
+FAILED_BEFORE_AUDIO = ("CosyVoice sends its 200 before the model runs, so its model failed before any audio "
+                       "(upstream issue #1805; the server's log says why)")
 
 
 def openapi_url(endpoint_url: str) -> str:
@@ -99,4 +103,5 @@ class CosyVoiceHTTP(Adversary):
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
                                stream=self.client.streams, to_wav=to_wav, describe_error=fastapi_error,
                                decoder=partial(PcmStream, self.params["sample_rate"],
-                                               PCM_WIDTH[self.params["sample_format"]]))
+                                               PCM_WIDTH[self.params["sample_format"]]),
+                               failed_before_audio=FAILED_BEFORE_AUDIO)

@@ -158,6 +158,10 @@ class GPTSoVITSHTTP(Adversary):
     def release(self) -> dict[str, Any]:
         return {"reference_share": self.share.release()}
 
+    def track_staging(self, note, leftovers: list[dict]) -> None:
+        self.share.note = note
+        self.share.adopt(leftovers)
+
     async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
         try:
             response = await http.post(endpoint_url, content=b"{}", headers={"Content-Type": "application/json"})

@@ -20,8 +20,8 @@ for S2-Pro, 24 kHz for Qwen3-TTS), validated by the shared WAV check; ``pcm`` is
 wrapped here (``raw_pcm.pcm_to_wav`` at ``adversary.sample_rate``). ``stream: true`` answers SSE events carrying
 base64 chunks: not used here (the whole answer is requested, so ``measure=ttfb`` has no first byte to time).
 Errors: FastAPI's 422 ``{"detail": [...]}`` (a body that does not validate; permanent) and 500 ``{"detail": "..."}``
-for any pipeline failure, including a reference path the server cannot open (retried; an identical 500 body
-twice stops early as permanent).
+for any pipeline failure, including a reference path the server cannot open (retried; the same 500 error twice,
+compared by meaning with addresses, ids and times set aside, stops early as permanent).
 
 Readiness: ``GET /health`` answers 200 ``{"status": "healthy"}`` once the pipeline runs, 503 before.
 """
@@ -102,6 +102,10 @@ class SGLangOmniSpeech(Adversary):
 
     def release(self) -> dict[str, Any]:
         return {"reference_share": self.share.release()}
+
+    def track_staging(self, note, leftovers: list[dict]) -> None:
+        self.share.note = note
+        self.share.adopt(leftovers)
 
     async def check_ready(self, http: httpx.AsyncClient, endpoint_url: str) -> dict[str, Any]:
         url = str(server_root(endpoint_url).join("health"))

@@ -13,16 +13,23 @@ Each file is written atomically (a temporary file in the same folder, then a ren
 bytes, and never outside ``local_dir``. After the run only the files this run created are removed (a file that
 was already there, e.g. from a kept run, stays). What was staged (hash and server path) is recorded in the run
 manifest (``reference_share``). Without a configured share the run stops with a ConfigError before any request.
+
+A run can be killed (SIGKILL) before it removes what it staged. So each file the run creates is first recorded
+durably through ``note`` (the run's fsync'd journal: event ``reference_staged``), then written; a resume of the
+chain hands the runs' recorded, never-removed files to ``adopt``, and removes them with its own at its release:
+once the chain ends, the share holds what it held before the chain began.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import posixpath
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from clonebench.core.atomic import atomic_write_bytes
@@ -61,6 +68,7 @@ class ReferenceShare:
     protocol: str
     staged: dict[str, dict] = field(default_factory=dict)   # sha256 -> {"server_path", "created"}
     lock: threading.Lock = field(default_factory=threading.Lock)
+    note: Callable[[dict], None] | None = None  # records a file before it is created (durably: the run's journal)
 
     @classmethod
     def from_params(cls, share: dict[str, Any], protocol: str) -> ReferenceShare:
@@ -86,14 +94,39 @@ class ReferenceShare:
             if found is not None and (self.local_dir / found["name"]).is_file():
                 return found["server_path"], digest
             local = self.local_dir / name
-            existed = local.is_file() and not local.is_symlink() and \
-                hashlib.sha256(local.read_bytes()).hexdigest() == digest
+            existed = _holds(local, digest)
             if not existed:
+                if self.note is not None:  # recorded before it exists: a kill after this leaves nothing unknown
+                    self.note(self.entry(digest, name))
                 atomic_write_bytes(local, audio)
             server_path = posixpath.join(self.server_dir, name)
             self.staged[digest] = {"name": name, "server_path": server_path,
                                    "created": not existed or bool(found and found["created"])}
             return server_path, digest
+
+    def entry(self, digest: str, name: str) -> dict[str, Any]:
+        """What ``note`` records of a file this run creates (and ``adopt`` reads back on a resume)."""
+        return {"sha256": digest, "name": name, "local_dir": str(self.local_dir), "keep": self.keep}
+
+    def adopt(self, entries: list[dict]) -> int:
+        """Files earlier runs of the resume chain created (recorded by ``note``) and never removed (killed): this
+        run removes them at its release, unless they were kept or are gone or changed. How many were adopted."""
+        adopted = 0
+        with self.lock:
+            for entry in entries:
+                name, digest = entry.get("name"), entry.get("sha256")
+                if self.local_dir is None or entry.get("keep") or entry.get("local_dir") != str(self.local_dir) \
+                        or not isinstance(name, str) or Path(name).name != name or name.startswith(".") \
+                        or digest in self.staged:
+                    continue
+                for partial in self.local_dir.glob(f".{glob.escape(name)}.*.tmp"):  # killed mid-write (atomic.py)
+                    partial.unlink(missing_ok=True)
+                if not _holds(self.local_dir / name, digest):
+                    continue
+                self.staged[digest] = {"name": name, "server_path": posixpath.join(self.server_dir, name),
+                                       "created": True, "adopted": True}
+                adopted += 1
+        return adopted
 
     def release(self) -> dict[str, Any]:
         """Remove what this run created (unless ``keep``); the record of what was staged. Idempotent."""
@@ -110,5 +143,11 @@ class ReferenceShare:
             record = {"local_dir": str(self.local_dir), "server_dir": self.server_dir, "keep": self.keep,
                       "staged": [{"sha256": d, "server_path": e["server_path"], "created": e["created"]}
                                  for d, e in sorted(self.staged.items())],
-                      "removed": sum(1 for e in self.staged.values() if e.get("removed"))}
+                      "removed": sum(1 for e in self.staged.values() if e.get("removed")),
+                      "adopted": sum(1 for e in self.staged.values() if e.get("adopted"))}
             return record
+
+
+def _holds(path: Path, digest: str) -> bool:
+    """``path`` is a plain file (no symlink) holding the bytes whose sha256 is ``digest``."""
+    return path.is_file() and not path.is_symlink() and hashlib.sha256(path.read_bytes()).hexdigest() == digest

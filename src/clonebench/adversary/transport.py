@@ -5,7 +5,9 @@ Classification:
 - unknown_outcome (retried, and recorded as such): the request was sent but the response was lost:
   read timeout, connection reset or closed after the body was written, a body cut short;
 - permanent (not retried): 3xx, any other 4xx/5xx, a 2xx whose body is not a valid WAV, an answer over
-  ``adversary.max_response_bytes`` or in an encoding the client did not ask for (``bounded.py``).
+  ``adversary.max_response_bytes`` or in an encoding the client did not ask for (``bounded.py``), and a 2xx
+  whose body breaks before its first byte from a server that sends its 200 before its model runs
+  (``PreparedRequest.failed_before_audio``: its model failed, as an empty 200 says);
 Backoff is tenacity's exponential backoff with jitter; a ``Retry-After`` header (seconds or
 HTTP date) lengthens the wait up to ``retry_max_delay``; a malformed one is ignored (normal backoff).
 ``RetryPolicy.deadline`` (``adversary.timeout``) bounds each whole attempt, connect to last byte: a server
@@ -16,8 +18,12 @@ Two refinements (``send``):
 - busy: where the protocol says a status means "busy, one synthesis at a time" (s2.cpp's 503), the
   same attempt waits and resends, for at most ``busy_max_wait`` seconds, without spending an attempt;
   each busy answer is reported through ``on_busy``;
-- a 500 whose body is byte-identical to the previous attempt's 500 stops early as permanent: the
-  server fails deterministically on this request (Fish: "No audio generated", model errors).
+- a 500 that means what the previous attempt's 500 meant stops early as permanent: the server fails
+  deterministically on this request (Fish: "No audio generated", model errors). Errors are compared by meaning
+  (``error_meaning``: the status and the body's text with what changes between attempts of one request set
+  aside: memory addresses, UUIDs, long hex ids, times, and the protocol's own per-attempt names through
+  ``PreparedRequest.error_key``, e.g. the Triton model instance that served it), never by raw bytes. The model
+  is the request's, the same on every attempt.
 A response cut short after its status line keeps that status and the partial body's size and sha256
 on the attempt, and says that the server failed after starting the response.
 """
@@ -42,6 +48,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from clonebench.adversary.base import PreparedRequest
 from clonebench.adversary.bounded import ResponseRefused
 from clonebench.adversary.endpoints import EndpointPool
+from clonebench.adversary.error_meaning import error_meaning
 from clonebench.core.hashing import sha256_bytes
 from clonebench.core.records import Attempt
 from clonebench.core.redact import redact
@@ -55,13 +62,13 @@ DEADLINE_GRACE_S = 0.1
 
 class AttemptFailed(Exception):
     def __init__(self, outcome: str, error_class: str, message: str, status_code: int | None = None,
-                 retry_after: float | None = None, body_sha256: str | None = None):
+                 retry_after: float | None = None, meaning: str | None = None):
         super().__init__(message)
         self.outcome = outcome
         self.error_class = error_class
         self.status_code = status_code
         self.retry_after = retry_after
-        self.body_sha256 = body_sha256
+        self.meaning = meaning  # error_meaning() of an HTTP error answer
 
 
 class RetryableFailure(AttemptFailed):
@@ -182,6 +189,10 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
         raise RetryableFailure("transient", type(exc).__name__, f"not sent: {exc!r}") from exc
     except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
             httpx.WriteTimeout) as exc:
+        if request.failed_before_audio and attempt.status_code is not None and 200 <= attempt.status_code < 300 \
+                and not attempt.response_bytes:  # this server sends its 200 before its model runs: no audio came
+            raise AttemptFailed("permanent", "InvalidAudio", f"HTTP {attempt.status_code} but the body broke before "
+                                f"its first byte: {request.failed_before_audio} ({exc!r})", attempt.status_code) from exc
         if attempt.status_code is not None:  # the status line arrived: the server failed mid-response
             raise RetryableFailure(
                 "unknown_outcome", type(exc).__name__,
@@ -203,8 +214,7 @@ async def _one_attempt(http: httpx.AsyncClient, request: PreparedRequest, attemp
         retry_after = parse_retry_after(headers.get("retry-after"))
         attempt.retry_after_s = retry_after
         raise RetryableFailure("transient", f"HTTP{code}", f"HTTP {code}: {body_text if explained else _summarise(body)}",
-                               code, retry_after,
-                               attempt.response_sha256)
+                               code, retry_after, error_meaning(code, body, request.error_key))
     if not 200 <= code < 300:
         raise AttemptFailed("permanent", f"HTTP{code}", f"HTTP {code}: {body_text if explained else _summarise(body)}",
                             code)
@@ -279,15 +289,16 @@ async def send(
                     try:
                         body, info = await _attempt_while_busy(http, request, attempt, policy, on_busy)
                     except RetryableFailure as exc:
-                        repeated = exc.status_code == 500 and exc.body_sha256 is not None \
-                            and exc.body_sha256 == last_500[0]
-                        last_500[0] = exc.body_sha256 if exc.status_code == 500 else None
+                        repeated = exc.status_code == 500 and exc.meaning is not None \
+                            and exc.meaning == last_500[0]
+                        last_500[0] = exc.meaning if exc.status_code == 500 else None
                         if repeated:  # the server fails the same way twice: deterministic, not worth more attempts
                             raise AttemptFailed(
                                 "permanent", exc.error_class,
-                                f"{exc} (stopped early: the same HTTP 500 body as the previous attempt, sha256 "
-                                f"{exc.body_sha256[:16]}..., so the server fails deterministically on this request)",
-                                500, body_sha256=exc.body_sha256) from exc
+                                f"{exc} (stopped early: the same HTTP 500 error as the previous attempt, compared "
+                                "by meaning (status and text, per-attempt ids and instance names set aside), so "
+                                "the server fails deterministically on this request)", 500,
+                                meaning=exc.meaning) from exc
                         raise
                     attempt.outcome = "ok"
                 except AttemptFailed as exc:

@@ -89,6 +89,15 @@ def describe_error(status: int, body: bytes) -> str | None:
     return f"{kind}: {message[:300]!r}"
 
 
+def instance_key(model: str):
+    """An error text with the model instance that served it set aside: Triton names each instance
+    ``<model>_<group>_<index>`` (``cosyvoice2_0_2``) and its backends say "model instance '<name>'", so one
+    deterministic model error reads differently on each of a recipe's several instances (the early stop)."""
+    named = re.compile(r"\b" + re.escape(model) + r"_\d+_\d+\b")
+    quoted = re.compile(r"(model instance ')[^']*(')")
+    return lambda text: quoted.sub(r"\1<instance>\2", named.sub(model, text))
+
+
 def waveform_to_wav(body: bytes, sample_rate: int, max_abs: float, model: str | None = None) -> bytes:
     """A KServe v2 infer answer -> a 32-bit float mono WAV of its ``waveform`` output; InvalidAudio otherwise."""
     try:
@@ -243,4 +252,4 @@ class TritonKServe(Adversary):
     def prepare(self, item: SynthesisInput) -> PreparedRequest:
         return PreparedRequest("POST", self.client.endpoint_url, self.request_body(item),
                                {"Content-Type": "application/json"}, to_wav=self.to_wav,
-                               describe_error=describe_error)
+                               describe_error=describe_error, error_key=instance_key(self.params["model"]))

@@ -36,7 +36,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r['pair_id']:<28} request {'same' if r['request_identical'] else 'DIFFERENT'}  outputs vs saved: {flags}")
     print(f"{identical}/{len(report)} samples byte-identical on every repeat")
     if not seeded:
-        why = "the server did not honour the seed (determinism probe)" if summary["seed_honoured"] is False \
-            and summary["seed_policy"] not in ("not_supported", "unseeded") else "the run has no seed"
-        print(f"no seed: {why}, so outputs are not expected to be byte-identical")
+        print(f"no seed: {summary['unseeded_why']}, so outputs are not expected to be byte-identical")
     return 0

@@ -29,9 +29,9 @@ from clonebench.data.reference_length import check_reference_lengths
 from clonebench.data.selection import load_samples
 from clonebench.generate.readiness import check_reference_durations, wait_until_ready
 from clonebench.generate.recorder import RunRecorder
-from clonebench.generate.resume import ORIGIN_KEY, resume_chain, reusable_outcomes
+from clonebench.generate.resume import ORIGIN_KEY, STAGED_EVENT, resume_chain, reusable_outcomes, staged_leftovers
 from clonebench.generate.run_lock import RunLocks
-from clonebench.generate.runner import generate_samples, reference_check
+from clonebench.generate.runner import generate_samples, probed_seed, reference_check
 from clonebench.generate.settings import GenerationSettings
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,7 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
         adversary.check_samples(samples)  # e.g. languages the server accepts, a reference share (before any request)
         record = load_service_record(client.service_record, client.protocol)
         adversary.use_service_record(record)
+        adversary.track_staging(lambda entry: recorder.journal.append(STAGED_EVENT, **entry), staged_leftovers(chain))
         cache = HashCache(settings.hash_cache)
         try:
             service = service_provenance(client.service_code_path, client.service_checkpoint_path,
@@ -245,18 +246,13 @@ def _generate(settings: GenerationSettings, adversary, samples: list[Sample], to
             recorder.extra["readiness"] = await wait_until_ready(adversary, http, pool, client.ready_timeout)
             if client.reference_check and gate is not None and gate.result is not None:
                 recorder.extra["reference_check"] = {**gate.result, "shared_from": gate.run_dir}
-                if recorder.seeds_sent and settings.seed is not None:
-                    recorder.extra["seed_honoured"] = gate.result["seed_honoured"]
-                    recorder.extra["seeded"] = recorder.extra["seeded"] and gate.result["seed_honoured"] is not False
+                probed_seed(recorder, adversary, settings.seed, gate.result["seed_honoured"])
             elif client.reference_check:
                 recorder.extra["reference_check"] = {"status": "running"}
                 try:
                     recorder.extra["reference_check"] = await reference_check(samples, adversary, http, policy,
                                                                               recorder, settings.seed, pool)
-                    if recorder.seeds_sent and settings.seed is not None:
-                        recorder.extra["seed_honoured"] = recorder.extra["reference_check"]["seed_honoured"]
-                        recorder.extra["seeded"] = recorder.extra["seeded"] and \
-                            recorder.extra["seed_honoured"] is not False
+                    probed_seed(recorder, adversary, settings.seed, recorder.extra["reference_check"]["seed_honoured"])
                     if gate is not None:
                         gate.result, gate.run_dir = recorder.extra["reference_check"], str(recorder.run_dir)
                 except ClonebenchError:

@@ -216,3 +216,23 @@ def reusable_outcomes(resume_dir: Path, samples: list[Sample], input_fp: str, ge
             if recovered is not None:
                 reusable[sample.sample_id] = recovered
     return reusable
+
+
+STAGED_EVENT = "reference_staged"  # a file the run was about to create outside itself (adversary.track_staging)
+
+
+def staged_leftovers(chain: list[Path]) -> list[dict]:
+    """Files outside the runs that runs of ``chain`` recorded (``reference_staged``, before creating them) and
+    never released: runs whose manifest has no ``reference_share`` record (killed before their release). The
+    adversary checks each is still there with its bytes before it adopts it."""
+    found = []
+    for run_dir in chain:
+        manifest = run_dir / MANIFEST_NAME
+        try:
+            released = os.path.isfile(manifest) and "reference_share" in read_json(
+                manifest, max_bytes=MAX_RUN_MANIFEST_BYTES, follow=False, what="run manifest")
+        except UntrustedFileError:
+            released = False
+        if not released:
+            found += [e for e in read_events(run_dir / JOURNAL_NAME) if e.get("event") == STAGED_EVENT]
+    return found

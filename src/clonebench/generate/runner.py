@@ -109,13 +109,24 @@ async def determinism_probe(sample: Sample, adversary: Adversary, http: httpx.As
               for _ in range(2)]
     if bodies[0] != bodies[1]:
         bodies.append(await _gate_send(sample, adversary, http, policy, recorder, seed, pool, "determinism_probe"))
-    honoured = bodies[-1] == bodies[-2]
-    if not honoured:
+    identical = bodies[-1] == bodies[-2]
+    if not identical:
         log.warning("the server does not honour seeds (the same seeded request gave different audio %d times): this "
                     "run is treated as unseeded (compare-check, reports, repeat)", len(bodies))
-    return ({"seed_honoured": honoured, "seed": seed, "pair": sample.pair_id,
-             "output_sha256": [sha256_bytes(b) for b in bodies],
+    # identical bytes show determinism; they show a honoured seed only where the adapter knows the server reads it
+    known = {} if adversary.reads_seed else {"seed_handling": "sent, ignored by the server: identical outputs show "
+                                                              "a deterministic server, not a honoured seed"}
+    return ({"seed_honoured": identical and adversary.reads_seed, "identical": identical, **known, "seed": seed,
+             "pair": sample.pair_id, "output_sha256": [sha256_bytes(b) for b in bodies],
              "method": "the same seeded request sent twice (a third time if the first two differ: cold start)"}, bodies)
+
+
+def probed_seed(recorder: RunRecorder, adversary: Adversary, seed: int | None, honoured: bool | None) -> None:
+    """Take the gate's verdict on the seed into the run's record, only where the adapter does not know better: a
+    run with no seed sent, or a seed the adapter knows the server ignores, stays unseeded whatever the probe saw."""
+    if recorder.seeds_sent and seed is not None and adversary.reads_seed:
+        recorder.extra["seed_honoured"] = honoured
+        recorder.extra["seeded"] = recorder.extra["seeded"] and honoured is not False
 
 
 def _voice(body: bytes) -> tuple[float | None, float]:
@@ -137,7 +148,7 @@ async def reference_check(samples: list[Sample], adversary: Adversary, http: htt
     check_seed = seed if seed is not None else 0
     probe, probe_bodies = (await determinism_probe(samples[0], adversary, http, policy, recorder, check_seed, pool)
                            if claims_seed else (None, []))
-    unseeded = not claims_seed or not probe["seed_honoured"]
+    unseeded = not claims_seed or not probe["identical"]  # deterministic answers: bytes can be compared
     verdict = {"seed_honoured": probe["seed_honoured"] if probe else False,
                **({"determinism_probe": probe} if probe else {})}
     pair = pick_reference_pair(samples, speakers_must_differ=unseeded)
@@ -168,7 +179,9 @@ async def reference_check(samples: list[Sample], adversary: Adversary, http: htt
         digests = [sha256_bytes(probe_bodies[-1]),
                    sha256_bytes(await _gate_send(pair[1], adversary, http, policy, recorder, check_seed, pool))]
         passed = digests[0] != digests[1]
-        result = {**base, "status": "passed" if passed else "failed", "method": "byte comparison (seeded)",
+        method = "byte comparison (seeded)" if probe["seed_honoured"] else \
+            "byte comparison (deterministic server; the seed is not read)"
+        result = {**base, "status": "passed" if passed else "failed", "method": method,
                   "seed": check_seed, "output_sha256": digests}
         detail = f"byte-identical audio (sha256 {digests[0][:16]}...)"
     if not passed:

@@ -123,31 +123,31 @@ def _is_int(value) -> bool:
 
 def record_problems(record, trial: dict, kind: str, allowed: set[int]) -> list[str]:
     """What is wrong with one answer ``record`` to ``trial`` (its clips, its ratings); the ratings files' rule, which
-    the rating server applies to each answer as it arrives."""
-    tid = trial["trial_id"]
+    the rating server applies to each answer as it arrives. Every problem, not only the first."""
+    return list(field_problems(record, trial, kind, allowed).values())
+
+
+def field_problems(record: dict, trial: dict, kind: str, allowed: set[int]) -> dict[str, str]:
+    """:func:`record_problems` by field: ``{field: what is wrong with it}``, each field checked."""
+    tid, found = trial["trial_id"], {}
     clips = record.get("clips")
     if not isinstance(clips, list) or not all(isinstance(c, str) for c in clips) or \
-            sorted(clips) != sorted(trial["clips"]):
-        return [f"trial {tid}: clips {brief(clips)} are not the trial's clips"]
-    if kind in ("mos", "smos") and clips != trial["clips"]:
-        return [f"trial {tid}: clips {brief(clips)} are not the trial's clips"]
+            sorted(clips) != sorted(trial["clips"]) or (kind in ("mos", "smos") and clips != trial["clips"]):
+        found["clips"] = f"trial {tid}: clips {brief(clips)} are not the trial's clips"
     if record.get("reference") != trial["reference"]:
-        return [f"trial {tid}: reference {brief(record.get('reference'))} is not the trial's"]
-    found = []
+        found["reference"] = f"trial {tid}: reference {brief(record.get('reference'))} is not the trial's"
     if kind == "mushra":
-        values = record.get("ratings")
-        if not isinstance(values, list) or len(values) != len(clips) or \
-                not all(_is_int(v) and v in allowed for v in values):
-            found.append(f"trial {tid}: ratings {brief(values)} are not {len(clips)} integers "
-                         f"{min(allowed)}..{max(allowed)}")
+        values, n = record.get("ratings"), len(trial["clips"])
+        if not isinstance(values, list) or len(values) != n or not all(_is_int(v) and v in allowed for v in values):
+            found["ratings"] = f"trial {tid}: ratings {brief(values)} are not {n} integers {min(allowed)}..{max(allowed)}"
     elif kind == "arena":
         if not (isinstance(record.get("rating"), str) and record["rating"] in allowed):
-            found.append(f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}")
+            found["rating"] = f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}"
     elif not (_is_int(record.get("rating")) and record["rating"] in allowed):
-        found.append(f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}")
+        found["rating"] = f"trial {tid}: rating {brief(record.get('rating'))} is not one of {sorted(allowed)}"
     for field in ("shown_ms", "answered_ms", "position"):
         if not _is_int(record.get(field)):
-            found.append(f"trial {tid}: {field} {brief(record.get(field))} is not an integer")
+            found[field] = f"trial {tid}: {field} {brief(record.get(field))} is not an integer"
     return found
 
 
@@ -184,26 +184,33 @@ def check_sheet(path: Path, key: dict) -> tuple[Sheet | None, list[str]]:
     if not matches:
         return None, ["integrity digest does not match the ratings: the file was edited, truncated or corrupted "
                       "after the page wrote it; ask the rater for the file as downloaded"]
+    found: list[str] = []  # every problem of the file in one pass: its shape's, then its answers'
+    typed: set[tuple] = set()  # (record index, field) with a shape problem: not repeated in the answer rule's words
     try:
         payload_model(key["kind"]).model_validate(payload)
     except ValidationError as exc:
-        return None, problems(exc, root="ratings")
-    rater = payload["rater_id"]
-    if not RATER.fullmatch(rater):
-        return None, [f"rater id {brief(rater)} is not 1-64 letters, digits, '.', '_', '-'"]
+        found += problems(exc, root="ratings")
+        typed = {tuple(e["loc"][1:3]) for e in exc.errors(include_url=False, include_input=False,
+                                                           include_context=False) if e["loc"][:1] == ("trials",)}
+    rater = payload.get("rater_id")
+    if isinstance(rater, str) and not RATER.fullmatch(rater):
+        found.append(f"rater id {brief(rater)} is not 1-64 letters, digits, '.', '_', '-'")
     trials = {t["trial_id"]: t for t in key["trials"] if t["phase"] == "test"}
-    records = payload["trials"]
-    found, seen = [], {}
+    records = payload.get("trials") if isinstance(payload.get("trials"), list) else []
+    seen = {}
     for position, record in enumerate(records):
-        tid = record["trial"]
+        tid = record.get("trial") if isinstance(record, dict) else None
+        if not isinstance(tid, str):
+            continue  # not a record: its shape problem is listed
         if tid not in trials:
             found.append(f"trial {brief(tid)} is not a trial of this test")
         elif tid in seen:
             found.append(f"trial {brief(tid)} appears twice")
         else:
             seen[tid] = record
-            found += record_problems(record, trials[tid], key["kind"], allowed_ratings(key["kind"]))
-            if record.get("position") != position:
+            fields = field_problems(record, trials[tid], key["kind"], allowed_ratings(key["kind"]))
+            found += [text for field, text in fields.items() if (position, field) not in typed]
+            if _is_int(record.get("position")) and record["position"] != position:
                 found.append(f"trial {brief(tid)}: position {brief(record.get('position'))}, listed at {position}")
     missing = [t for t in trials if t not in seen]
     if missing:

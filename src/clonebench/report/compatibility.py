@@ -46,9 +46,8 @@ def differences(a, b, allow_mixed_precision: bool = False, notes: list[str] | No
     if a.input_fingerprint != b.input_fingerprint:
         out.append(f"input fingerprint: {a.input_fingerprint} vs {b.input_fingerprint} (different pairs or audio)")
     for table in (a, b):
-        if table.seed_honoured is False and table.seed_policy not in (None, "not_supported", "unseeded"):
-            out.append(f"{table.run_dir}: the server did not honour the seed (determinism probe): no seed, outputs "
-                       "cannot be matched seed for seed")
+        if not table.seeded and table.seed_policy not in (None, "not_supported", "unseeded"):
+            out.append(f"{table.run_dir}: {table.unseeded_why}: no seed, outputs cannot be matched seed for seed")
         elif not table.seeded:
             out.append(f"{table.run_dir}: seed policy {table.seed_policy!r}: outputs cannot be matched seed for seed")
     if (a.seed_policy, a.seed) != (b.seed_policy, b.seed):

@@ -31,6 +31,7 @@ class ResultTable:
     seed: int | None = None
     seed_honoured: bool | None = None                    # False: the server ignored its seed (treated as no seed)
     seeded_recorded: bool | None = None                  # the manifest's ``seeded`` (None: written before it existed)
+    seed_handling: str | None = None                     # the manifest's ``seed_handling`` (what the adapter knows)
     effective_sampling: dict | None = None               # the sampling the server applied (generation manifest)
     input_fingerprint: str | None = None
     metrics_summary: dict = field(default_factory=dict)
@@ -51,8 +52,25 @@ class ResultTable:
         return self.seed_policy == "not_supported" or self.seed_honoured is False or \
             (self.seeded_recorded is False and self.seed_policy not in (None, "unseeded"))
 
+    @property
+    def unseeded_why(self) -> str:
+        """Why outputs cannot be matched seed for seed, in the words every record uses (manifest, gate, compare)."""
+        return seed_reason(self.seed_policy, self.seed_honoured, self.seed_handling)
+
     def values(self, metric: str) -> list[float | None]:
         return [as_number(r.get(metric)) for r in self.rows]
+
+
+def seed_reason(seed_policy: str | None, seed_honoured: bool | None, seed_handling: str | None) -> str:
+    """Why a run is unseeded: what the adapter knows (no seed field, a seed the server ignores) before what the
+    determinism probe saw (a seed that did not make identical requests give identical audio)."""
+    if seed_policy == "not_supported" or (seed_handling or "").startswith("none"):
+        return "the server takes no seed"
+    if (seed_handling or "").startswith("sent, ignored"):
+        return "the server ignores the seed it is sent (known for this server: seed_handling)"
+    if seed_honoured is False and seed_policy not in (None, "unseeded"):
+        return "the server did not honour the seed (determinism probe)"
+    return "the run has no seed"
 
 
 def load_run(run_dir: Path) -> ResultTable:
@@ -90,7 +108,7 @@ def load_run(run_dir: Path) -> ResultTable:
                        fingerprints=fingerprints, executions=executions, status=metrics["status"],
                        generation_status=generation.get("status"), seed_policy=generation.get("seed_policy"),
                        seed=generation.get("seed"), seed_honoured=generation.get("seed_honoured"),
-                       seeded_recorded=generation.get("seeded"),
+                       seeded_recorded=generation.get("seeded"), seed_handling=generation.get("seed_handling"),
                        effective_sampling=generation.get("effective_sampling"),
                        input_fingerprint=metrics.get("input_fingerprint"),
                        metrics_summary=metrics["metrics"], failure_modes=metrics.get("failure_modes"),

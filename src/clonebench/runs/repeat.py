@@ -23,6 +23,7 @@ from clonebench.generate.journal import (
     record_problem,
 )
 from clonebench.generate.recorder import MANIFEST_NAME
+from clonebench.report.tables import seed_reason
 
 
 async def _resend(settings, samples, journaled, repeats):
@@ -96,4 +97,7 @@ def repeat_run(run_dir: Path, count: int = 3, repeats: int = 1, endpoint: str | 
         and manifest.get("seeded") is not False
     return {"run_dir": str(run_dir), "samples": len(report), "repeats": repeats, "seeded": seeded,
             "seed_honoured": manifest.get("seed_honoured"), "seed_policy": manifest.get("seed_policy"),
+            "seed_handling": manifest.get("seed_handling"),
+            **({} if seeded else {"unseeded_why": seed_reason(manifest.get("seed_policy"), manifest.get("seed_honoured"),
+                                                              manifest.get("seed_handling"))}),
             "byte_identical": identical, "results": report}

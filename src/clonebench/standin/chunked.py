@@ -11,8 +11,8 @@ import socket
 def write_chunked(handler, body: bytes, size: int, cut_at: int | None = None) -> None:
     """``body`` in chunks of ``size`` bytes and the last chunk; ``cut_at``: instead, declare one chunk of the whole
     body, send its first ``cut_at`` bytes and shut the connection (a server failing mid-stream)."""
-    if cut_at is not None:
-        handler.wfile.write(f"{len(body):X}\r\n".encode() + body[:cut_at])
+    if cut_at is not None:  # an empty body cut: no chunk at all (uvicorn, when the app raises before its first)
+        handler.wfile.write(f"{len(body):X}\r\n".encode() + body[:cut_at] if body else b"")
         handler.wfile.flush()
         handler.close_connection = True
         handler.connection.shutdown(socket.SHUT_WR)

@@ -12,7 +12,8 @@ from FunAudioLLM/CosyVoice ace7c47f41bbd303aa6bf1ea80e6f9fbd595cd40 (2026-03-16)
   (CosyVoice 2's 24 kHz). No seed: every answer differs (unseeded dither);
 - a prompt over 30 s fails inside the stream (``_extract_speech_token``'s assert): 200, then the connection closes
   with the body cut short. The fault ``empty`` answers 200 with an empty body (upstream issue #1805: at this head
-  every zero-shot request does); ``truncate`` cuts the stream; ``status``, ``reset``, ``not_wav``,
+  every zero-shot request does); ``model_error`` answers 200 and breaks the chunked stream before its first byte
+  (what upstream's app sends when the model raises); ``truncate`` cuts the stream; ``status``, ``reset``, ``not_wav``,
   ``ignore_reference`` as for every protocol;
 - ``GET /openapi.json``: FastAPI's schema (the adapter's readiness probe: the real server loads its model first).
 """
@@ -131,6 +132,8 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
         raise failure
     if kind == "empty":
         return stream(handler, b"")
+    if kind == "model_error":  # what the real app sends when the model raises at once: 200, then a broken stream
+        return stream(handler, b"", cut=True)
     if kind == "not_wav":
         return stream(handler, b"<html>upstream proxy error</html>")
     if request["too_long"]:  # the speech tokenizer's assert, raised inside the stream

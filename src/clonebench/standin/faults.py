@@ -29,6 +29,7 @@ from clonebench.standin.hostile import KINDS as HOSTILE_KINDS
 KINDS = frozenset({"none", "status", "delay", "reset", "truncate", "not_wav", "nan", "ignore_reference",
                    "wav_truncated_header"}) | HOSTILE_KINDS
 KINDS = KINDS | {"empty"}  # cosyvoice / zonos2: 200 with an empty body (CosyVoice issue #1805)
+KINDS = KINDS | {"model_error"}  # cosyvoice: 200, then the chunked stream breaks before its first byte
 KINDS = KINDS | {"behave"}  # a failure behaviour (behaviours.py), named by the fault's "as"
 
 

@@ -10,7 +10,9 @@ answer 200 or 400 with an empty body.
 
 Routes: ``GET /v2/health/live``, ``/v2/health/ready``, ``/v2/models/<m>`` (metadata), ``/v2/models/<m>/ready``,
 ``/v2/models/<m>/config``, ``POST /v2/models/<m>[/versions/<v>]/infer``. Test knobs, set on the server object:
-``triton_unready`` (a set of model names loaded but not ready), ``triton_decoupled`` (a set of decoupled models).
+``triton_unready`` (a set of model names loaded but not ready), ``triton_decoupled`` (a set of decoupled models),
+``triton_instances`` (how many instances serve a model: a ``status`` fault's ``{instance}`` names them in turn,
+``<model>_0_<k>``, as Triton's backends name the instance that failed).
 Faults: ``status`` (the error JSON), ``nan`` (a waveform holding NaN, as JSON's non-standard ``NaN``), ``not_wav``
 (a body that is not JSON) and the rest as the other protocols take them.
 """
@@ -140,8 +142,12 @@ def route(handler, method: str, path: str, raw: bytes) -> None:
     kind = fault.get("kind")
     if kind == "reset":
         return handler._reset()
-    if kind == "status":
-        failure = error(int(fault.get("code", 500)), fault.get("message", "injected fault"))
+    if kind == "status":  # "{instance}" in the message: the instance that served it, round robin over
+        served = getattr(server, "triton_served", 0)  # triton_instances (the recipes run several)
+        server.triton_served = served + 1
+        instance = f"{model}_0_{served % max(1, getattr(server, 'triton_instances', 1))}"
+        failure = error(int(fault.get("code", 500)), fault.get("message", "injected fault").replace("{instance}",
+                                                                                                    instance))
         if "retry_after" in fault:
             failure.headers["Retry-After"] = str(fault["retry_after"])
         raise failure

@@ -10,8 +10,9 @@ The checkpoint is published on Google Drive only (Seed-TTS-eval's README), with 
 it, gives its path as ``evaluation.seedtts.verifier_checkpoint`` and its sha256 as ``evaluation.seedtts.sha256``
 (``sha256sum wavlm_large_finetune.pth``), which the scorer verifies before reading the file and records in its
 version, protocol and assets. :data:`CHECKPOINT_SHA256` is where a verified sha256 of the published file is
-recorded once known; until then the user's lock is required. Unlike upstream's ``load_state_dict(strict=False)``,
-a checkpoint whose keys differ from the model's is refused, naming them.
+recorded once known; until then the user's lock is required. The file is loaded as upstream loads it
+(``load_state_dict(strict=False)``), then checked: a checkpoint that lacks a weight the forward pass uses is
+refused, naming it; keys the model does not have are listed, not loaded (``seedtts_verifier.build_verifier``).
 """
 
 from __future__ import annotations

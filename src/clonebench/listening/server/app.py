@@ -1,11 +1,16 @@
 """The FastAPI app of ``clonebench listening-serve``: the test's site, the rater API and the admin view.
 
-    GET  /, /index.html, /clips/<id>.wav   the built site (only files under DIR/site; no listing, no '..', no
-                                           dot-files; DIR/key.json is outside it and never served). The page is
-                                           served with ``connect-src 'self'`` added to its CSP and the
-                                           ``listening/static/server.js`` hook that makes it post its answers.
+    GET  /, /index.html                    the page, public: served with ``connect-src 'self'`` added to its CSP,
+                                           the ``listening/static/server.js`` hook that makes it post its answers,
+                                           and no trial list (a rater's order comes from /api/config)
+    GET  /clips/<id>.wav                   the rest of the built site (only files under DIR/site; no listing, no
+                                           '..', no dot-files; DIR/key.json is outside it and never served), to a
+                                           valid rater or the admin only: the Authorization header, or the rater
+                                           cookie that /api/config sets (HttpOnly, SameSite=Strict, Path=/clips/)
+                                           so the page's <audio> elements can send it. No token is ever in a URL
+                                           the server sees (the rater's link holds it in the fragment).
     GET  /api/config                       the rater's state (Authorization: Bearer <rater token>): order,
-                                           answers so far, completion code when done
+                                           answers so far, completion code when done; sets the rater cookie
     POST /api/answer                       one answer; 200 only once it is committed to the database
     POST /api/join                         (--open only) a platform participant becomes a rater: returns a token
     GET  /admin, /admin/api/status         the admin view (Authorization: Bearer <admin token>; the page reads the
@@ -16,6 +21,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import secrets
 import threading
@@ -25,8 +31,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from clonebench.listening.build import SITE
 from clonebench.listening.page import CSP, PAGE
@@ -39,13 +46,17 @@ from clonebench.listening.server.protocol import (
     finished,
 )
 from clonebench.listening.server.status import ADMIN_PAGE, status
-from clonebench.listening.server.store import DiskFull, Store
+from clonebench.listening.server.store import DiskFull, ParticipantTaken, Store
+from clonebench.report.html_page import script_json
 
 MAX_BODY = 16 * 1024
 PARTICIPANT = re.compile(r"[A-Za-z0-9._-]{1,64}")
 SERVED_CSP = CSP.replace("default-src 'none';", "default-src 'none'; connect-src 'self';")
 ADMIN_CSP = "default-src 'none'; connect-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
+CONFIG_TAG = '<script type="application/json" id="test-config">'
+RATER_COOKIE, COOKIE_PATH = "clonebench_rater", "/clips/"
+log = logging.getLogger("clonebench.listening.server")
 
 
 @dataclass
@@ -60,9 +71,19 @@ class Settings:
 def new_rater(store: Store, key: dict, participant: str | None = None) -> tuple[str, str]:
     """Create a rater (order drawn from a fresh seed, stored); return (rater id, token), the token shown once."""
     token, seed = tokens.new_token(), secrets.randbits(63)
-    rater_id = f"r{store.count() + 1:04d}-{secrets.token_hex(2)}"
-    store.add_rater(rater_id, tokens.digest(token), seed, draw_order(key, seed), participant)
+    rater_id = store.add_rater(lambda n: f"r{n + 1:04d}-{secrets.token_hex(2)}", tokens.digest(token), seed,
+                               draw_order(key, seed), participant)
     return rater_id, token
+
+
+def public_page(page: str, hook: str) -> str:
+    """The built page as the server serves it: its CSP allows ``connect-src 'self'``, the server hook is in, and
+    its embedded config keeps the kind, scale and test id but no trial or clip id (anyone may load the page)."""
+    start = page.index(CONFIG_TAG) + len(CONFIG_TAG)
+    end = page.index("</script>", start)
+    config = {**json.loads(page[start:end]), "training": [], "trials": []}
+    page = page[:start] + script_json(config) + page[end:]
+    return page.replace(CSP, SERVED_CSP, 1).replace(CONFIG_TAG, f"<script>{hook}</script>\n{CONFIG_TAG}", 1)
 
 
 def _json(data, status_code: int = 200) -> JSONResponse:
@@ -79,7 +100,7 @@ async def _body(request: Request):
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
         raise Refused(413, [f"the body is over {MAX_BODY} bytes"])
     data = bytearray()
-    async for chunk in request.stream():
+    async for chunk in request.stream():  # a client gone before its body ends: ClientDisconnect, see create_app
         data += chunk
         if len(data) > MAX_BODY:
             raise Refused(413, [f"the body is over {MAX_BODY} bytes"])
@@ -93,15 +114,24 @@ def create_app(test_dir: Path, key: dict, store: Store, settings: Settings) -> F
     site = (Path(test_dir) / SITE).resolve()
     page = (site / PAGE).read_text(encoding="utf-8")
     hook = resources.files("clonebench.listening").joinpath("static", "server.js").read_text(encoding="utf-8")
-    served_page = page.replace(CSP, SERVED_CSP, 1).replace(
-        '<script type="application/json" id="test-config">', f"<script>{hook}</script>\n"
-        '<script type="application/json" id="test-config">', 1)
+    served_page = public_page(page, hook)
     rate = tokens.RateBound(settings.rate_per_second)
     answering = threading.Lock()
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
 
-    def rater_of(request: Request) -> dict | None:
+    @app.exception_handler(ClientDisconnect)
+    def gone(request: Request, exc: ClientDisconnect) -> Response:
+        """A client that left before its body ended is normal traffic: one line, no traceback (no one reads the
+        answer; nothing of the request was saved)."""
+        log.warning("%s %s: the client disconnected before its body ended (nothing saved)", request.method,
+                    request.url.path)
+        return Response(status_code=400)
+
+    def rater_of(request: Request, cookie: bool = False) -> dict | None:
         token = tokens.bearer(request.headers.get("authorization"))
+        if token is None and cookie:
+            token = request.cookies.get(RATER_COOKIE)
+            token = token if token and tokens.TOKEN.fullmatch(token) else None
         return store.rater(tokens.digest(token)) if token else None
 
     def admin(request: Request) -> bool:
@@ -145,7 +175,10 @@ def create_app(test_dir: Path, key: dict, store: Store, settings: Settings) -> F
         rater = rater_of(request)
         if rater is None:
             return _error(401, "unknown or missing rater token: open the link you were given")
-        return _json(state(rater))
+        reply = _json(state(rater))
+        reply.set_cookie(RATER_COOKIE, tokens.bearer(request.headers.get("authorization")), path=COOKIE_PATH,
+                         httponly=True, samesite="strict", secure=request.url.scheme == "https")
+        return reply
 
     @app.post("/api/answer")
     async def post_answer(request: Request):
@@ -175,11 +208,11 @@ def create_app(test_dir: Path, key: dict, store: Store, settings: Settings) -> F
         participant = body.get("participant") if isinstance(body, dict) else None
         if not isinstance(participant, str) or not PARTICIPANT.fullmatch(participant):
             return _error(422, "participant: 1-64 letters, digits, '.', '_', '-'")
-        if await run_in_threadpool(store.has_participant, participant):
-            return _error(409, "this participant has already started: reopen the page you were on (its address "
-                               "holds your session), or contact the researcher")
         try:
             rater_id, token = await run_in_threadpool(new_rater, store, key, participant)
+        except ParticipantTaken:
+            return _error(409, "this participant has already started: reopen the page you were on (its address "
+                               "holds your session), or contact the researcher")
         except DiskFull as exc:
             return _error(507, str(exc))
         return _json({"token": token, "rater_id": rater_id})
@@ -206,20 +239,22 @@ def create_app(test_dir: Path, key: dict, store: Store, settings: Settings) -> F
         return _json(export(key, store, Path(test_dir) / "ratings"))
 
     @app.get("/{path:path}")
-    def site_file(path: str):
+    def site_file(path: str, request: Request):
         parts = path.split("/") if path else [PAGE]
-        if path.endswith("/") or any(p in ("", ".", "..") or p.startswith(".") or "\\" in p or "\0" in p
-                                     for p in parts):
-            return _error(404, "not found")
         if parts == [PAGE]:
             return HTMLResponse(served_page, headers={**HEADERS, "Content-Security-Policy": SERVED_CSP,
                                                       "Cache-Control": "no-store"})
+        if not admin(request) and rater_of(request, cookie=True) is None:  # one answer for any path: no oracle
+            return _error(401, "a rater's token is needed: open the link you were given")
+        if path.endswith("/") or any(p in ("", ".", "..") or p.startswith(".") or "\\" in p or "\0" in p
+                                     for p in parts):
+            return _error(404, "not found")
         try:
             target = site.joinpath(*parts).resolve(strict=True)
         except (OSError, ValueError):
             return _error(404, "not found")
         if not target.is_relative_to(site) or not target.is_file():
             return _error(404, "not found")
-        return FileResponse(target, headers=HEADERS)
+        return FileResponse(target, headers={**HEADERS, "Cache-Control": "private, no-cache"})
 
     return app

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from clonebench.core.errors import ClonebenchError
 
@@ -43,6 +44,10 @@ class StoreError(ClonebenchError):
 
 class DiskFull(StoreError):
     """The answer could not be written (disk or database full); nothing of it was committed."""
+
+
+class ParticipantTaken(StoreError):
+    """A platform participant who already has a rater (checked and refused inside the inserting transaction)."""
 
 
 def now() -> str:
@@ -160,21 +165,25 @@ class Store:
 
     # -- raters ----------------------------------------------------------------------------------------------------
 
-    def add_rater(self, rater_id: str, token_sha256: str, seed: int, order: dict,
-                  participant: str | None = None) -> None:
+    def add_rater(self, name: Callable[[int], str], token_sha256: str, seed: int, order: dict,
+                  participant: str | None = None) -> str:
+        """Insert a rater named ``name(raters so far)``; return the name. The participant check, the count and the
+        insert are one transaction: of simultaneous joins of one participant exactly one succeeds, the others
+        raise :class:`ParticipantTaken` (never the database's constraint error)."""
         with self._transaction():
+            if participant is not None and self.db.execute("SELECT 1 FROM raters WHERE participant = ?",
+                                                           (participant,)).fetchone():
+                raise ParticipantTaken(f"participant {participant!r} has already started")
+            rater_id = name(self.db.execute("SELECT COUNT(*) FROM raters").fetchone()[0])
             self.db.execute("INSERT INTO raters (rater_id, token_sha256, participant, seed, order_json, created_at) "
                             "VALUES (?, ?, ?, ?, ?, ?)",
                             (rater_id, token_sha256, participant, seed, json.dumps(order), now()))
+        return rater_id
 
     def rater(self, token_sha256: str) -> dict | None:
         with self._mutex:
             row = self.db.execute("SELECT * FROM raters WHERE token_sha256 = ?", (token_sha256,)).fetchone()
         return _rater(row) if row else None
-
-    def has_participant(self, participant: str) -> bool:
-        with self._mutex:
-            return self.db.execute("SELECT 1 FROM raters WHERE participant = ?", (participant,)).fetchone() is not None
 
     def raters(self) -> list[dict]:
         with self._mutex:

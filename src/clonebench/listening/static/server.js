@@ -3,6 +3,8 @@
 // which browsers never send; it goes to this server's /api only, in an Authorization header. The server gives the
 // rater id, the trial order stored for this rater and the answers already saved: a reload resumes where the rater
 // stopped. Each answer is posted before the page moves on; the next trial is shown only once the server has saved it.
+// The served page holds no trial list and the clips are served only to a rater: /api/config's answer sets an
+// HttpOnly cookie (Path=/clips/, SameSite=Strict) that the page's <audio> elements send, so no URL holds the token.
 window.listeningServer = function (hooks, page) {
   "use strict";
   var $ = page.$, state = page.state, server = null;
@@ -11,7 +13,7 @@ window.listeningServer = function (hooks, page) {
   function api(method, path, body) {
     var headers = { "Content-Type": "application/json" };
     if (token) { headers.Authorization = "Bearer " + token; }
-    return fetch(path, { method: method, headers: headers, cache: "no-store", credentials: "omit",
+    return fetch(path, { method: method, headers: headers, cache: "no-store", credentials: "same-origin",
                          body: body === undefined ? undefined : JSON.stringify(body) })
       .then(function (r) {
         return r.json().catch(function () { return {}; }).then(function (b) { b.status = r.status; b.ok = r.ok; return b; });
