@@ -15,6 +15,7 @@ arguments are passed to run_vc.py as Hydra overrides.
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import subprocess
 import sys
@@ -29,13 +30,20 @@ from clonebench.demo.dataset import FAILING_BEHAVIOURS, build_demo_dataset  # no
 from clonebench.standin.process import start_process  # noqa: E402
 
 
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """This script's own options, and the rest (Hydra overrides for run_vc.py); ``--help`` prints the options and
+    exits before anything is built or started."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     usage="%(prog)s [--results DIR] [--failing] [HYDRA_OVERRIDE ...]", allow_abbrev=False)
+    parser.add_argument("--results", type=Path, default=REPO / "results", metavar="DIR",
+                        help="folder for the demo data and runs (default: results/ of the repository)")
+    parser.add_argument("--failing", action="store_true", help="a stand-in that fails on purpose; run name demo_failing")
+    return parser.parse_known_args(argv)
+
+
 def main(argv: list[str]) -> int:
-    results = REPO / "results"
-    if "--results" in argv:
-        at = argv.index("--results")
-        results, argv = Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2:]
-    failing = "--failing" in argv
-    argv = [a for a in argv if a != "--failing"]
+    options, argv = parse(argv)
+    results, failing = options.results.resolve(), options.failing
     if failing and not any(a.startswith("run_name=") for a in argv):
         argv = [*argv, "run_name=demo_failing"]
     manifest = build_demo_dataset(results / "demo" / "data")
