@@ -106,7 +106,7 @@ def test_clonebench_names_and_usage_lines_match_the_parser():
     for page, spans in inline_spans().items():
         for span in spans:
             words = span.replace("|", " ").split()
-            if words[0] != "clonebench" or len(words) < 2 or USAGE.fullmatch(words[1]):
+            if words[0] != "clonebench" or len(words) < 2 or USAGE.fullmatch(words[1]) or words[1].startswith("-"):
                 continue
             if words[1] not in subparsers:
                 wrong.append((page, span, "no such subcommand"))
@@ -140,3 +140,29 @@ def test_text_block_commands_split_as_a_shell_would():
     """Every ```text command is one shell command line (quotes balanced), so it can be run as printed."""
     for command in text_block_commands():
         shlex.split(command.replace("*", "x"))
+
+
+def error_classes() -> set[str]:
+    """The names of every exception class under src/clonebench that derives from ClonebenchError (read from the
+    source: importing every module would load the models' libraries)."""
+    import ast
+
+    bases = {}
+    for path in (REPO / "src" / "clonebench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
+
+    def ours(name, seen=()):
+        return name == "ClonebenchError" or (name in bases and name not in seen
+                                             and any(ours(b, (*seen, name)) for b in bases[name]))
+    return {name for name in bases if ours(name)} - {"ClonebenchError"}
+
+
+def test_troubleshooting_names_every_error_the_code_raises():
+    page = (REPO / "docs" / "troubleshooting.md").read_text()
+    rows = {name for row in page.splitlines() if row.startswith("| `") for name in re.findall(r"`(\w+)`", row.split("|")[1])}
+    classes = error_classes()
+    assert len(classes) >= 15
+    assert classes - rows == set(), "error classes the troubleshooting page does not explain"
+    assert rows - classes == set(), "the troubleshooting page explains errors the code no longer has"
