@@ -57,13 +57,16 @@ def main(argv: list[str]) -> int:
         flags = ("--behaviours", FAILING_BEHAVIOURS) if failing else ()
         server, url = start_process(Path(tmp) / "url", *flags, max_lifetime=1800)
         try:
-            command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
-                       f"adversary.endpoint_url={url}/v1/tts", *argv]
+            # Hydra reads its flags (-m: a sweep, e.g. of shards) only before the overrides
+            flags = [a for a in argv if a in ("-m", "--multirun")]
+            command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", *flags,
+                       f"paths.results_dir={results}", f"adversary.endpoint_url={url}/v1/tts",
+                       *(a for a in argv if a not in flags)]
             code = subprocess.run(command, cwd=REPO).returncode
         finally:
             server.terminate()
             server.wait(timeout=30)
-    if code == 0 and (run_dir / "metrics.json").is_file():
+    if code == 0 and (run_dir / "metrics.json").is_file():  # (a sweep's runs are in results/<run_name>/multirun-*)
         from clonebench.cli.main import main as cli
 
         code = cli(["report", str(run_dir), "--format", "html", "--with-paper", "--allow-partial",

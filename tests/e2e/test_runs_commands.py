@@ -1,0 +1,30 @@
+"""docs/runs.md's shard example, run exactly as printed in a scratch repository root (tests/docs_workspace.py): a
+sweep of two shards of the demo, ``clonebench merge`` with the relative sweep path the page prints, and the status of
+the merged run."""
+
+from __future__ import annotations
+
+import json
+
+from tests.docs_workspace import Workspace
+from tests.e2e.test_readme_commands import readme_command
+
+SWEEP = "python scripts/demo.py -m vc.shard.count=2"
+MERGE = "clonebench merge results/demo/multirun-"
+STATUS = "clonebench status results/demo/multirun-"
+README_COMMANDS = (SWEEP, MERGE, STATUS)
+
+
+def test_shards_merged_and_read_back_as_printed(tmp_path):
+    space = Workspace(tmp_path / "repo")
+    outputs = {}
+    for prefix in README_COMMANDS:
+        done = space.run(readme_command(prefix))
+        assert done.returncode == 0, (prefix, done.stdout[-2000:], done.stderr[-3000:])
+        outputs[prefix] = done.stdout
+    (sweep,) = (tmp_path / "repo" / "results" / "demo").glob("multirun-*")
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0", "1", "merged"]
+    manifest = json.loads((sweep / "merged" / "run_manifest.json").read_text())
+    assert manifest["counts"] == {"generated": 8}
+    assert f"merged into results/demo/{sweep.name}/merged" in outputs[MERGE]
+    assert "coverage 8/8 generated" in outputs[STATUS]
