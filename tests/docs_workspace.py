@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-LINKED = ("src", "configs", "reproduction", "run_vc.py", "bench")
+LINKED = ("src", "configs", "reproduction", "run_vc.py", "bench", "tests")
 COPIED = ("scripts", "docs")
 PATH_WITH_PLACEHOLDER = re.compile(r"\S*<stamp>-<id>\S*")
 
@@ -53,3 +53,14 @@ class Workspace:
         assert not re.search(r"<[a-z][a-z0-9_ -]*>", self.substituted(command)), command
         return subprocess.run(["bash", "-c", self.substituted(command)], cwd=self.root, env=self.env,
                               capture_output=True, text=True, timeout=timeout)
+
+    def run_printed(self, prefixes: tuple[str, ...], timeout: int = 900) -> list[str]:
+        """Run, in order, the one README/docs command that starts with each prefix; their standard outputs."""
+        from tests.e2e.test_readme_commands import readme_command
+
+        outputs = []
+        for prefix in prefixes:
+            done = self.run(readme_command(prefix), timeout)
+            assert done.returncode == 0, (prefix, done.stdout[-2000:], done.stderr[-3000:])
+            outputs.append(done.stdout)
+        return outputs

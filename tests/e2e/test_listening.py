@@ -25,7 +25,7 @@ from tests.listening_runs import generation_runs
 MOS_TEST = "clonebench listening-test results/demo/<stamp>-<id> --kind mos"
 MUSHRA_TEST = "clonebench listening-test results/demo/<stamp>-<id> --kind mushra"
 SCREENSHOT = "python scripts/listening_screenshot.py"
-RESULTS = "clonebench listening-results"
+RESULTS = "clonebench listening-results results/listening/demo-mos"
 REPORT = "clonebench report results/demo/<stamp>-<id> --listening"
 README_COMMANDS = (MOS_TEST, MUSHRA_TEST, SCREENSHOT, RESULTS, REPORT)
 CLI = [sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())"]

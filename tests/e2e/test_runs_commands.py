@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 from tests.docs_workspace import Workspace
-from tests.e2e.test_readme_commands import readme_command
 
 SWEEP = "python scripts/demo.py -m vc.shard.count=2"
 MERGE = "clonebench merge results/demo/multirun-"
@@ -17,11 +16,7 @@ README_COMMANDS = (SWEEP, MERGE, STATUS)
 
 def test_shards_merged_and_read_back_as_printed(tmp_path):
     space = Workspace(tmp_path / "repo")
-    outputs = {}
-    for prefix in README_COMMANDS:
-        done = space.run(readme_command(prefix))
-        assert done.returncode == 0, (prefix, done.stdout[-2000:], done.stderr[-3000:])
-        outputs[prefix] = done.stdout
+    outputs = dict(zip(README_COMMANDS, space.run_printed(README_COMMANDS)))
     (sweep,) = (tmp_path / "repo" / "results" / "demo").glob("multirun-*")
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0", "1", "merged"]
     manifest = json.loads((sweep / "merged" / "run_manifest.json").read_text())
