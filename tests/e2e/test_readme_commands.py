@@ -96,7 +96,6 @@ SKIPPED = {
     "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots <pairs>": "placeholder <pairs>",
     "clonebench compare-check results/": "placeholder runs; covered by tests/integration/test_report_commands.py",
     "clonebench report results/fish_s2_ots_libritts/": "placeholder runs; covered by tests/integration/test_report_commands.py",
-    "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json [--root": "needs /data/LibriTTS_eval",
     "python run_vc.py ... vc.resume_from=": "placeholder '...'; covered by tests/integration/test_resume_and_kill.py",
     "python -m clonebench.standin --listen": "a server that runs until stopped; started by every stand-in test",
     "clonebench merge results/": "placeholder <stamp>-<id>; covered by tests/integration/test_shards_and_merge.py",
@@ -116,7 +115,7 @@ SKIPPED = {
 GENERATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots run_name=fish_s2_http_libritts16"
 EVALUATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots ...same dataset overrides..."
 STATUS = "clonebench status results/fish_s2_http_libritts16/<stamp>-<id>"
-REPORT_HTML = "clonebench report RUN [RUN_B] [TIMING_RUN ...] --format html"
+REPORT_HTML = "clonebench report results/demo/<stamp>-<id> --format html"
 SCREENSHOT = "python scripts/report_screenshot.py report/index.html"
 RUNNABLE = (GENERATE, EVALUATE, STATUS, REPORT_HTML, SCREENSHOT)
 
@@ -246,10 +245,10 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "generated" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
-    # the HTML report of the scored run (RUN), with every optional flag the README shows, then its screenshot
+    # the HTML report of the scored run (for the demo's run the page prints), with its flags, then its screenshot
     report_dir = tmp_path / "report"
-    report = (commands[REPORT_HTML].replace("RUN [RUN_B] [TIMING_RUN ...]", str(scored[0]))
-              .replace("--output report/", f"--output {report_dir}/").replace("[", "").replace("]", "")).split()
+    report = (commands[REPORT_HTML].replace("results/demo/<stamp>-<id>", str(scored[0]))
+              .replace("--output report/", f"--output {report_dir}/")).split()
     done = subprocess.run([sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())",
                            *report[1:]], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -1,6 +1,6 @@
 """docs/runs.md's shard example, run exactly as printed in a scratch repository root (tests/docs_workspace.py): a
 sweep of two shards of the demo, ``clonebench merge`` with the relative sweep path the page prints, and the status of
-the merged run."""
+the merged run; and the everyday ``clonebench manifest`` of the libritts16 subset."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from tests.docs_workspace import Workspace
 SWEEP = "python scripts/demo.py -m vc.shard.count=2"
 MERGE = "clonebench merge results/demo/multirun-"
 STATUS = "clonebench status results/demo/multirun-"
-README_COMMANDS = (SWEEP, MERGE, STATUS)
+MANIFEST = "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json"
+README_COMMANDS = (SWEEP, MERGE, STATUS, MANIFEST)
 
 
 def test_shards_merged_and_read_back_as_printed(tmp_path):
@@ -23,3 +24,5 @@ def test_shards_merged_and_read_back_as_printed(tmp_path):
     assert manifest["counts"] == {"generated": 8}
     assert f"merged into results/demo/{sweep.name}/merged" in outputs[MERGE]
     assert "coverage 8/8 generated" in outputs[STATUS]
+    listed = json.loads(outputs[MANIFEST])
+    assert len(listed["samples"]) == 16 and listed["audio_verified"] is False and listed["input_fingerprint"]

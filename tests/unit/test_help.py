@@ -70,3 +70,19 @@ def test_script_help_prints_help_and_changes_nothing(script, scripts_copy):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage: ") and "--help" in done.stdout, done.stdout[:500]
     assert files_under(scripts_copy) == before
+
+
+def test_a_closed_pipe_stops_a_command_quietly():
+    """``clonebench manifest ... | head``: when the reader has gone, the command stops with 141 and no traceback."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte: every write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "clonebench.cli.main", "manifest",
+                               "reproduction/subsets/libritts16_v1/metadata.json"], cwd=REPO, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and "Traceback" not in done.stderr, done.stderr[-2000:]

@@ -90,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     except ClonebenchError as exc:
         print(f"clonebench {args.command}: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (head, less) stopped reading: stop quietly, as command-line tools do
+        try:  # what is still buffered goes nowhere, so that Python's flush at exit does not raise again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141  # 128 + SIGPIPE, what a shell reports for a command its reader closed
     except OSError as exc:  # a string probed as a path that cannot be one: the path named, no traceback
         if exc.errno not in NOT_A_PATH:
             raise
