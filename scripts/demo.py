@@ -15,6 +15,7 @@ arguments are passed to run_vc.py as Hydra overrides.
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import subprocess
 import sys
@@ -29,13 +30,20 @@ from clonebench.demo.dataset import FAILING_BEHAVIOURS, build_demo_dataset  # no
 from clonebench.standin.process import start_process  # noqa: E402
 
 
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """This script's own options, and the rest (Hydra overrides for run_vc.py); ``--help`` prints the options and
+    exits before anything is built or started."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     usage="%(prog)s [--results DIR] [--failing] [HYDRA_OVERRIDE ...]", allow_abbrev=False)
+    parser.add_argument("--results", type=Path, default=REPO / "results", metavar="DIR",
+                        help="folder for the demo data and runs (default: results/ of the repository)")
+    parser.add_argument("--failing", action="store_true", help="a stand-in that fails on purpose; run name demo_failing")
+    return parser.parse_known_args(argv)
+
+
 def main(argv: list[str]) -> int:
-    results = REPO / "results"
-    if "--results" in argv:
-        at = argv.index("--results")
-        results, argv = Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2:]
-    failing = "--failing" in argv
-    argv = [a for a in argv if a != "--failing"]
+    options, argv = parse(argv)
+    results, failing = options.results.resolve(), options.failing
     if failing and not any(a.startswith("run_name=") for a in argv):
         argv = [*argv, "run_name=demo_failing"]
     manifest = build_demo_dataset(results / "demo" / "data")
@@ -49,13 +57,16 @@ def main(argv: list[str]) -> int:
         flags = ("--behaviours", FAILING_BEHAVIOURS) if failing else ()
         server, url = start_process(Path(tmp) / "url", *flags, max_lifetime=1800)
         try:
-            command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", f"paths.results_dir={results}",
-                       f"adversary.endpoint_url={url}/v1/tts", *argv]
+            # Hydra reads its flags (-m: a sweep, e.g. of shards) only before the overrides
+            flags = [a for a in argv if a in ("-m", "--multirun")]
+            command = [sys.executable, str(REPO / "run_vc.py"), "--config-name", "demo", *flags,
+                       f"paths.results_dir={results}", f"adversary.endpoint_url={url}/v1/tts",
+                       *(a for a in argv if a not in flags)]
             code = subprocess.run(command, cwd=REPO).returncode
         finally:
             server.terminate()
             server.wait(timeout=30)
-    if code == 0 and (run_dir / "metrics.json").is_file():
+    if code == 0 and (run_dir / "metrics.json").is_file():  # (a sweep's runs are in results/<run_name>/multirun-*)
         from clonebench.cli.main import main as cli
 
         code = cli(["report", str(run_dir), "--format", "html", "--with-paper", "--allow-partial",

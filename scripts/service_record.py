@@ -11,6 +11,7 @@ does not block a resume, while changing a flag such as ``--normalize`` does.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -84,3 +85,9 @@ def write_record(path: Path, record: dict) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+if __name__ == "__main__":  # a module of the launchers, not a command: run, it only says so
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog="Imported by serve_fish_s2.py and serve_s2cpp.py; it has nothing to run.").parse_args()
+    print("scripts/service_record.py is imported by the launchers; see --help")

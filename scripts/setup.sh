@@ -40,7 +40,7 @@ if ! "$PYTHON" - "$EXTRAS" <<'PY' >/dev/null 2>&1
 import importlib.metadata as md, sys
 md.version("clonebench")
 for name in ("httpx", "tenacity", "ormsgpack", "pytest", "hydra-core", "matplotlib", "hydra-submitit-launcher", "hydra-joblib-launcher",
-             "playwright", "pyloudnorm", "krippendorff", "import-linter", "mkdocs", "mkdocs-material",
+             "playwright", "pyloudnorm", "krippendorff", "import-linter", "mkdocs", "mkdocs-material", "mkdocstrings-python",
              "hypothesis", "pydantic", "trustme"):
     md.version(name)
 extras = sys.argv[1].split(",")

@@ -34,6 +34,40 @@ def test_mkdocs_build_is_strict_clean(tmp_path):
     for page in pages:
         built = tmp_path / "site" / ("index.html" if page.name == "index" else f"{page}/index.html")
         assert built.is_file(), built
+    _code_blocks_fit_at_1280_px(tmp_path / "site")
+    _search_indexes_the_words_newcomers_type(tmp_path / "site")
+
+
+def _code_blocks_fit_at_1280_px(site):
+    """No code block of any page scrolls sideways in a 1280 px wide window (docs/stylesheets/extra.css wraps them)."""
+    from playwright.sync_api import sync_playwright
+
+    from clonebench.report.browser import launch
+
+    with sync_playwright() as manager:
+        browser = launch(manager)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        blocks, wide = 0, {}
+        for html in sorted(site.rglob("index.html")):
+            page.goto(html.as_uri())
+            scrolls = page.evaluate("Array.from(document.querySelectorAll('.md-content pre > code'))"
+                                    ".map(c => c.scrollWidth > c.clientWidth + 1)")
+            blocks += len(scrolls)
+            if any(scrolls):
+                wide[str(html.relative_to(site))] = sum(scrolls)
+        browser.close()
+    assert blocks > 40 and wide == {}
+
+
+def _search_indexes_the_words_newcomers_type(site):
+    """The search index holds the pages a newcomer searches for, as tokens of its own separator."""
+    import json
+
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    separator = re.compile(index["config"]["separator"])
+    tokens = {t.lower() for doc in index["docs"] for t in separator.split(doc["title"] + " " + doc["text"])}
+    assert {"quickstart", "faq", "changelog", "troubleshooting", "resume"} <= tokens
+    assert {t for t in separator.split("vc.resume_from") if t} == {"vc", "resume", "from"}  # query splits alike
 
 
 def test_readme_is_short_and_the_docs_have_the_pages():
@@ -52,7 +86,8 @@ def test_readme_links_resolve_and_reach_every_page():
     local = [t for t in targets if not re.match(r"[a-z]+:", t)]
     assert [t for t in local if not (REPO / t).exists()] == []
     linked = {t for t in local if t.startswith("docs/") and t.endswith(".md")}
-    assert linked == {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}  # the documentation table
+    pages = {f"docs/{p.relative_to(REPO / 'docs')}" for p in (REPO / "docs").rglob("*.md")}
+    assert linked == pages  # the documentation table
 
 
 def test_only_tested_fences_hold_commands():

@@ -1,7 +1,7 @@
 """docs/listening-tests.md: its five commands, run as printed, on a demo run, with three raters who
 complete the MOS test in headless Chromium between `listening-test` and `listening-results`.
 
-Mapping to local equivalents (nothing else in the commands changes): results/demo/<run> -> a run of the demo
+Mapping to local equivalents (nothing else in the commands changes): results/demo/<stamp>-<id> -> a run of the demo
 dataset against the stand-in Fish server, generated and scored like `make demo`'s but with MCD only (the cheapest
 real metric; the listening test and the human column need no other); results/listening/ -> <tmp>/listening/;
 docs/listening.png -> <tmp>/listening.png; `ratings/*.json` -> the files the glob matches (Python's glob: the
@@ -22,11 +22,11 @@ from tests.conftest import REPO
 from tests.e2e.test_readme_commands import readme_command
 from tests.listening_runs import generation_runs
 
-MOS_TEST = "clonebench listening-test results/demo/<run> --kind mos"
-MUSHRA_TEST = "clonebench listening-test results/demo/<run> --kind mushra"
+MOS_TEST = "clonebench listening-test results/demo/<stamp>-<id> --kind mos"
+MUSHRA_TEST = "clonebench listening-test results/demo/<stamp>-<id> --kind mushra"
 SCREENSHOT = "python scripts/listening_screenshot.py"
-RESULTS = "clonebench listening-results"
-REPORT = "clonebench report results/demo/<run> --listening"
+RESULTS = "clonebench listening-results results/listening/demo-mos"
+REPORT = "clonebench report results/demo/<stamp>-<id> --listening"
 README_COMMANDS = (MOS_TEST, MUSHRA_TEST, SCREENSHOT, RESULTS, REPORT)
 CLI = [sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())"]
 
@@ -40,7 +40,7 @@ def demo_runs(tmp_path_factory, demo_dataset):
 
 
 def run(command: str, tmp, run_dir) -> subprocess.CompletedProcess:
-    command = (command.replace("results/demo/<run>", str(run_dir)).replace("results/listening/", f"{tmp}/listening/")
+    command = (command.replace("results/demo/<stamp>-<id>", str(run_dir)).replace("results/listening/", f"{tmp}/listening/")
                .replace("docs/listening.png", str(tmp / "listening.png")))
     args = []
     for arg in command.split():

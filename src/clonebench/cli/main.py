@@ -33,14 +33,21 @@ SUBCOMMANDS = {
 }
 
 
+def literal(text: str | None) -> str | None:
+    """A help string as argparse shows it verbatim: argparse %-formats every help string (for ``%(default)s``), so
+    a bare '%' (``WER (%)``) would crash ``--help``. (Descriptions are formatted only when they name ``%(prog)``.)"""
+    return None if text is None else text.replace("%", "%%")
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     parser = argparse.ArgumentParser(prog="clonebench", description="voice-cloning evaluation harness")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
-        # the module docstrings hold usage lines and examples laid out by hand: keep their line breaks
-        module.add_arguments(sub.add_parser(name, help=help_text, description=module.__doc__,
+        # the module docstrings hold usage lines and examples laid out by hand: keep their line breaks. argparse
+        # %-formats every subcommand's help string: a literal '%' in ours is escaped here, once for all
+        module.add_arguments(sub.add_parser(name, help=literal(help_text), description=module.__doc__,
                                             formatter_class=argparse.RawDescriptionHelpFormatter))
         modules[name] = module
     return parser, modules
@@ -83,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     except ClonebenchError as exc:
         print(f"clonebench {args.command}: error: {shown(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (head, less) stopped reading: stop quietly, as command-line tools do
+        try:  # what is still buffered goes nowhere, so that Python's flush at exit does not raise again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141  # 128 + SIGPIPE, what a shell reports for a command its reader closed
     except OSError as exc:  # a string probed as a path that cannot be one: the path named, no traceback
         if exc.errno not in NOT_A_PATH:
             raise
