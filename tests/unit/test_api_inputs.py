@@ -88,3 +88,10 @@ def test_empty_and_silent_clips_give_no_number(mcd, clips, samples, reason):
         mcd.score(samples, rate=16000, target=clips[1])
     (result,) = mcd.score_many([{"generated": clips[0], "target": (samples, 16000)}])  # a silent target too
     assert result["mcd"] is None and f"target audio {reason}" in result["errors"][0]
+
+
+def test_the_runs_evaluation_seed_can_be_given():
+    """Whisper's per-clip seeds start from the evaluation seed: a run scored with another one is matched by seed=."""
+    with Evaluator(["mcd"], device="cpu", config_name="demo", seed=7) as evaluator:
+        assert evaluator.settings.evaluation.seed == 7
+        assert evaluator.settings.evaluation.scorer_options["whisper"]["seed"] == 7
