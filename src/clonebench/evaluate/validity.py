@@ -148,12 +148,13 @@ def _clip_problem(path: Path, scorer: Scorer) -> str | None:
         return f"is {seconds:.4f} s, shorter than the {scorer.min_duration_s:g} s that the {scorer.name} scorer can use"
     if scorer.scores_silence:
         return None
-    peak = max((float(np.max(np.abs(block))) for block in sf.blocks(str(path), blocksize=1 << 16, dtype="float32")
-                if block.size), default=0.0)
-    if peak <= 10 ** (SILENT_PEAK_DBFS / 20):
-        shown = f"{20 * np.log10(peak):.1f} dBFS" if peak > 0 else "0"
-        return f"is silent (peak {shown}, at or below {SILENT_PEAK_DBFS:g} dBFS)"
-    return None
+    limit, peak = 10 ** (SILENT_PEAK_DBFS / 20), 0.0
+    for block in sf.blocks(str(path), blocksize=1 << 16, dtype="float32"):
+        peak = max(peak, float(np.max(np.abs(block))) if block.size else 0.0)
+        if peak > limit:
+            return None  # sound: usually found in the first block, so a long clip is not read through
+    shown = f"{20 * np.log10(peak):.1f} dBFS" if peak > 0 else "0"
+    return f"is silent (peak {shown}, at or below {SILENT_PEAK_DBFS:g} dBFS)"
 
 
 def too_short(scorer: Scorer, item: ScoreItem) -> ScoreRecord | None:
