@@ -15,8 +15,11 @@ target=)``: ``reference`` is the recording the speaker metrics (``sim``, ``sva``
 ``language`` are what ``wer`` needs. ``fail`` (failure modes, a clonebench metric) also reads ``prompt=`` (the clip
 the system was given; a copy of it is ``prompt_copy``), ``prompt_text=`` and ``prompt_language=`` (the speaking
 rate the text's duration is expected at); with ``details=True`` its flags come back under ``failures``. A ``clonebench score`` or run gives a pair's target recording as both, so
-``score(generated, reference=target_recording, text=target_text, language=target_language)`` returns the numbers
-of that run (tested). The scorer settings come from the same configs and overrides as a run
+``score(generated, reference=target_recording, text=target_text, language=target_language, sample_id=run_id)``
+returns the numbers of that run (tested on the failing demo run, every value): Whisper's fallback decoding is seeded
+from the sample id, which ``sample_id=`` (the run's CSV column) or ``pair=`` (the manifest row, its id derived as a
+run derives it) gives; ``seed=`` the evaluation seed when the run's differs from its config's. Audio may be a path,
+``(samples, rate)`` or an array / tensor with ``rate=`` (``given_audio``); an empty or silent clip has no number. The scorer settings come from the same configs and overrides as a run
 (``config_name="demo"`` gives the offline wheel models; ``overrides=["evaluation.whisper.model=tiny.en"]``).
 The metric cache is optional (``cache_dir``); every model is loaded when the Evaluator is made and released by
 ``close()`` or the end of the ``with`` block. rvcbench's names ``speechmos`` and ``emotion`` are accepted for
@@ -25,13 +28,20 @@ The metric cache is optional (``cache_dir``); every model is loaded when the Eva
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterable, Mapping
+from os import PathLike
 from pathlib import Path
 
+from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import HashCache, sha256_file
-from clonebench.data.identity import digest
+from clonebench.data.identity import digest, sample_id_of
 from clonebench.evaluate.base import ScoreItem
+from clonebench.evaluate.given_audio import AudioInputError, audio_path
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.registry import METRIC_GROUPS, groups_for
+
+__all__ = ["ALIASES", "METRICS", "AudioInputError", "Evaluator", "RequestError", "available"]
 
 METRICS = tuple(METRIC_GROUPS)
 ALIASES = {"speechmos": "mos", "emotion": "emotion_match"}
@@ -45,11 +55,29 @@ def available() -> list[str]:
     return list(METRICS)
 
 
+class RequestError(ClonebenchError, TypeError):
+    """A ``score_many`` argument that is not a list (or a mapping) of request mappings."""
+
+
+def _refuse_reused_ids(items: list[ScoreItem]) -> None:
+    """Two requests with one sample id must be one clip (the id keys the records and the cache)."""
+    def inputs(item: ScoreItem) -> tuple:
+        return (item.generated_sha256, item.target_sha256, item.target_text, item.language, item.prompt_sha256,
+                item.prompt_text, item.prompt_language)
+
+    seen: dict[str, ScoreItem] = {}
+    for item in items:
+        other = seen.setdefault(item.sample_id, item)
+        if inputs(other) != inputs(item):
+            raise ValueError(f"sample id {item.sample_id} is given to two different requests ({other.generated_path}"
+                             f" and {item.generated_path}): each pair of a run has its own id")
+
+
 class Evaluator:
     """Score generated speech with a fixed set of metrics; each scorer is loaded once, released on ``close()``."""
 
     def __init__(self, metrics=("sim", "sva", "wer", "mcd"), *, device: str | None = None, config_name: str = "vc",
-                 overrides=(), cache_dir: str | Path | None = None):
+                 overrides=(), cache_dir: str | Path | None = None, seed: int | None = None):
         import torch
 
         from clonebench.config.compose import scoring_settings
@@ -62,7 +90,8 @@ class Evaluator:
         if unknown or not names:
             raise ValueError(f"unknown metrics {unknown or '[]'}; available: {', '.join(METRICS)}")
         self.metrics = names
-        settings, _, _ = scoring_settings(config_name, [*overrides, f"evaluation.metrics=[{','.join(names)}]"], device)
+        extra = [f"evaluation.metrics=[{','.join(names)}]", *([f"evaluation.seed={int(seed)}"] if seed is not None else [])]
+        settings, _, _ = scoring_settings(config_name, [*overrides, *extra], device)
         self.settings = settings
         if settings.evaluation.cpu_threads:
             torch.set_num_threads(settings.evaluation.cpu_threads)
@@ -70,6 +99,7 @@ class Evaluator:
         self._hash_cache = HashCache(None)
         self._cache = MetricCache(None, Path(cache_dir)) if cache_dir is not None else None
         self._scorers, self.provenance = {}, {}
+        self._folder: tempfile.TemporaryDirectory | None = None  # array inputs, written as WAV files
         try:
             for group in groups_for(tuple(names)):
                 scorer = make_scorer(group, settings, self.device, self._hash_cache)
@@ -80,39 +110,64 @@ class Evaluator:
             self.close()
             raise
 
-    def _item(self, group: str, request: dict) -> ScoreItem:
-        generated = Path(request["generated"])
-        if not generated.is_file():
-            raise FileNotFoundError(generated)
+    def _path(self, request: Mapping, role: str) -> Path | None:
+        value = request.get(role)
+        if value is None:
+            return None
+        if self._folder is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="clonebench-api-")
+        return audio_path(value, role, request.get("rate"), Path(self._folder.name))
+
+    def _item(self, group: str, request: Mapping, number: int) -> ScoreItem:
+        generated = self._path(request, "generated")
+        if generated is None:
+            raise ValueError(f"request {number}: generated= (the audio to score) is missing")
         need = COMPARED[group]
-        compared = (request.get("target") or request.get("reference")) if need == "target" else request.get(need)
-        if need in ("reference", "target"):
-            if compared is None:
-                raise ValueError(f"{group} ({', '.join(m for m in self.metrics if METRIC_GROUPS[m] == group)}) needs "
-                                 f"{'target= or reference=' if need == 'target' else 'reference='}")
-            if not Path(compared).is_file():
-                raise FileNotFoundError(compared)
+        compared = (self._path(request, "target") or self._path(request, "reference")) if need == "target" \
+            else self._path(request, "reference") if need == "reference" else None
+        if need in ("reference", "target") and compared is None:
+            raise ValueError(f"{group} ({', '.join(m for m in self.metrics if METRIC_GROUPS[m] == group)}) needs "
+                             f"{'target= or reference=' if need == 'target' else 'reference='}")
         text, language = request.get("text") or "", request.get("language") or ""
         if need == "text" and not (text and language):
             raise ValueError("wer needs text= and language= (e.g. language='en')")
-        path = Path(compared) if need in ("reference", "target") else None
-        generated_sha, compared_sha = sha256_file(generated), sha256_file(path) if path else ""
-        prompt = Path(request["prompt"]) if request.get("prompt") and group == "failures" else None
-        if prompt is not None and not prompt.is_file():
-            raise FileNotFoundError(prompt)
+        generated_sha, compared_sha = sha256_file(generated), sha256_file(compared) if compared else ""
+        prompt = self._path(request, "prompt") if group == "failures" else None
         prompt_sha = sha256_file(prompt) if prompt else ""
         identity = {"generated": generated_sha, "compared": compared_sha, "text": text, "language": language}
         if prompt is not None or request.get("prompt_text"):
             identity["prompt"] = [prompt_sha, request.get("prompt_text") or "", request.get("prompt_language") or ""]
-        return ScoreItem(sample_id=digest(identity)[:32], pair_id=generated.stem, speaker_id="",
-                         generated_path=generated, generated_sha256=generated_sha, target_path=path,
+        pair = request.get("pair") or {}
+        sample_id = str(request.get("sample_id") or (sample_id_of(
+            pair.get("dataset_name"), pair.get("split"), pair.get("pair_id"), pair.get("speaker_id"),
+            pair.get("manifest_variant")) if pair else digest(identity)[:32]))
+        return ScoreItem(sample_id=sample_id, pair_id=str(pair.get("pair_id") or generated.stem),
+                         speaker_id=str(pair.get("speaker_id") or ""),
+                         generated_path=generated, generated_sha256=generated_sha, target_path=compared,
                          target_sha256=compared_sha, target_text=text, language=language, prompt_path=prompt,
                          prompt_sha256=prompt_sha, prompt_text=request.get("prompt_text") or "",
                          prompt_language=request.get("prompt_language") or "")
 
-    def score_many(self, requests: list[dict], *, details: bool = False) -> list[dict]:
-        """``{metric: value}`` per request (``generated``, ``reference``, ``target``, ``text``, ``language``); a
-        metric the scorer could not give is None, with the reason under ``"errors"``."""
+    def score_many(self, requests, *, details: bool = False):
+        """``{metric: value}`` per request (``generated``, ``reference``, ``target``, ``text``, ``language``, and
+        ``sample_id=`` or ``pair=`` for a run's numbers); a metric the scorer could not give is None, with the
+        reason under ``"errors"``. A mapping of names to requests gives a mapping of the names to results."""
+        if isinstance(requests, Mapping):
+            if "generated" in requests:
+                raise RequestError("score_many takes a list of requests (or a mapping of names to requests); "
+                                   "score(generated, ...) scores one file")
+            names = list(requests)
+            return dict(zip(names, self.score_many([requests[n] for n in names], details=details)))
+        if isinstance(requests, (str, bytes)) or not isinstance(requests, Iterable):
+            raise RequestError(f"score_many takes a list of requests, not a {type(requests).__name__}")
+        requests = list(requests)
+        for number, request in enumerate(requests):
+            if not isinstance(request, Mapping):
+                raise RequestError(f"request {number} is a {type(request).__name__}, not a mapping such as "
+                                   "{'generated': 'a.wav', 'reference': 'b.wav', 'text': '...', 'language': 'en'}")
+        return self._score(requests, details)
+
+    def _score(self, requests: list[Mapping], details: bool) -> list[dict]:
         import torch
 
         from clonebench.evaluate.scoring import score_items
@@ -122,7 +177,8 @@ class Evaluator:
         out = [{"errors": []} for _ in requests]
         every = [{"target_text": r.get("text") or "", "language": r.get("language") or ""} for r in requests]
         for group, scorer in self._scorers.items():
-            items = [self._item(group, r) for r in requests]
+            items = [self._item(group, r, k) for k, r in enumerate(requests)]
+            _refuse_reused_ids(items)
             torch.manual_seed(0)
             records, _ = score_items(scorer, self.provenance[group]["fingerprint"], items, self._cache,
                                      self.settings.evaluation.batch_size)
@@ -146,14 +202,18 @@ class Evaluator:
         return out
 
     def score(self, generated, *, reference=None, target=None, text=None, language=None, prompt=None,
-              prompt_text=None, prompt_language=None, details: bool = False) -> dict:
-        """``{metric: value}`` for one file; a ValueError when a scorer cannot score it (too short, invalid)."""
-        result = self.score_many([{"generated": generated, "reference": reference, "target": target, "text": text,
-                                   "language": language, "prompt": prompt, "prompt_text": prompt_text,
-                                   "prompt_language": prompt_language}], details=details)[0]
+              prompt_text=None, prompt_language=None, rate=None, sample_id=None, pair=None,
+              details: bool = False) -> dict:
+        """``{metric: value}`` for one clip; a ValueError when a scorer cannot score it (too short, empty, silent,
+        invalid)."""
+        result = self._score([{"generated": generated, "reference": reference, "target": target, "text": text,
+                               "language": language, "prompt": prompt, "prompt_text": prompt_text,
+                               "prompt_language": prompt_language, "rate": rate, "sample_id": sample_id,
+                               "pair": pair}], details=details)[0]
         errors = result.pop("errors")
         if errors:
-            raise ValueError(f"{generated}: " + "; ".join(errors))
+            shown = generated if isinstance(generated, (str, PathLike)) else f"{type(generated).__name__} samples"
+            raise ValueError(f"{shown}: " + "; ".join(errors))
         return result
 
     def close(self) -> None:
@@ -161,6 +221,9 @@ class Evaluator:
         for scorer in scorers:
             scorer.release()
         self._hash_cache.close()
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
 
     def __enter__(self) -> "Evaluator":
         return self

@@ -12,7 +12,7 @@ from clonebench.cli.main import main as cli
 from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin
 from tests.conftest import compose
-from tests.report_browser import column, open_report
+from tests.report_browser import column, header_right_edges, open_report, page_overflow
 
 HOSTILE_TEXT = "Glue the sheet <script>window.__pwned = 1</script> to the dark blue background."
 HOSTILE_LABEL = "A</script><!-- <b>run"
@@ -97,8 +97,38 @@ def test_two_runs_side_by_side_with_relative_audio(runs, tmp_path):
         assert page.locator("#samples-table tbody tr .ab audio").count() == 4 * 2  # A/B per pair
         paired = page.evaluate("Array.from(document.querySelectorAll('table.paired tbody tr')).map(r => r.cells[0].textContent)")
         assert paired == ["sim", "sva", "wer"]  # the ECAPA scorer yields SIM and SVA
+        # one interval per quantity: each paired Δ's CI is the Comparison's B − A interval (studentized speaker-
+        # cluster bootstrap), the speakers too few for a claim said beside it
+        paired_ci = page.evaluate("Array.from(document.querySelectorAll('table.paired tbody tr')).map(r => r.cells[5].textContent)")
+        compared_ci = page.evaluate("""Array.from(document.querySelectorAll('#comparison table.comparison'))
+            .filter(t => t.tHead.rows[0].cells[0].textContent === 'B − A').map(t => t.tBodies[0].rows[0].cells[3].textContent)""")
+        assert [ci for ci in paired_ci if ci != "– (not compared)"] == compared_ci and len(compared_ci) == 2
+        assert paired_ci[1] == "– (not compared)"  # SVA: scored, but not a requested metric of both runs
+        assert all("speakers: too few to support a claim" in ci for ci in compared_ci)
+        assert "studentized speaker-cluster bootstrap" in page.locator("#paired + p").text_content()
         assert page.title().startswith("clonebench report: " + HOSTILE_LABEL)
         assert page.evaluate("document.querySelectorAll('b').length") == 0  # the label stayed text
+    finally:
+        close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", [("a", "b"), ("a", "b", "a")])
+def test_wide_comparisons_scroll_in_their_own_box_at_1280_px(runs, tmp_path, order):
+    """The samples table of two (or three) runs is wider than a 1,280 px window: it scrolls in its own box, the page
+    does not, and with two runs the B−A deltas are the first numbers, on screen without scrolling."""
+    out = tmp_path / "wide"
+    labels = [a for k, _ in enumerate(order) for a in ("--label", f"run {k}")]
+    assert cli(["report", *(str(runs[name]) for name in order), "--format", "html", "--output", str(out),
+                *labels]) == 0
+    page, seen, close = open_report(out / "index.html", width=1280)
+    try:
+        assert seen["errors"] == []
+        assert page.evaluate("document.querySelector('#samples-table').scrollWidth") > 1280  # wider than the window
+        assert page_overflow(page) <= 0
+        if len(order) == 2:
+            deltas = header_right_edges(page, "Δ")
+            assert len(deltas) == 3 and max(deltas) <= 1280  # ΔSIM, ΔSVA and ΔWER in view
     finally:
         close()
 

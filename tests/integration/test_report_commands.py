@@ -106,6 +106,8 @@ def test_doctor(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "clonebench.cli.main", "doctor", "--eval"], capture_output=True,
                         text=True, env=env, timeout=300)
     assert ok.returncode == 0 and "asset speechbrain/spkrec-ecapa-voxceleb: 5 files sha256-valid" in ok.stdout
+    assert "asset silero-vad/6.2.3: 1 files sha256-valid (scorer failures; configs demo, vc)" in ok.stdout  # fail's VAD
+    assert "scorer mcd: packages present, no model file" in ok.stdout and "scorer stoi:" in ok.stdout
     broken = subprocess.run([sys.executable, "-m", "clonebench.cli.main", "doctor"], capture_output=True, text=True,
                             env={**env, "PATH": str(tmp_path)}, timeout=300)
     assert broken.returncode == 1 and "fix: apt-get install espeak-ng" in broken.stdout

@@ -25,13 +25,21 @@ def _summary(mean, ci, n=8):
 # ------------------------------------------------------------------------------------------------- paper tables
 
 
+def _modes(failed: int, n: int = 8) -> dict:
+    from clonebench.failures.rates import failure_rates
+
+    return failure_rates([{"fail": 1.0 if k < failed else 0.0, "failures": ""} for k in range(n)])
+
+
 def _paper_rows(with_old: bool = True):
+    """Two runs whose metrics.json holds the utterance bootstrap of fail (collapsing, and not what a page shows)
+    beside failure_modes' Wilson interval (what every format shows)."""
     from clonebench.report.paper import run_rows
 
-    tables = [ResultTable("good", [], status="complete",
-                          metrics_summary={"sim": _summary(0.61, [0.6, 0.62]), "fail": _summary(0.125, [0.05, 0.25])}),
-              ResultTable("bad", [], status="complete",
-                          metrics_summary={"sim": _summary(0.65, [0.64, 0.66]), "fail": _summary(0.25, [0.1, 0.5])})]
+    tables = [ResultTable("good", [], status="complete", failure_modes=_modes(1),
+                          metrics_summary={"sim": _summary(0.61, [0.6, 0.62]), "fail": _summary(0.125, [0.0, 0.375])}),
+              ResultTable("bad", [], status="complete", failure_modes=_modes(2),
+                          metrics_summary={"sim": _summary(0.65, [0.64, 0.66]), "fail": _summary(0.25, [0.0, 0.5])})]
     if with_old:  # scored before failure modes existed: no ``fail``
         tables.append(ResultTable("old", [], status="complete", metrics_summary={"sim": _summary(0.5, [0.4, 0.6])}))
     return run_rows(tables)
@@ -44,8 +52,10 @@ def test_paper_markdown_shows_fail_percent_lower_is_better_and_nothing_for_old_r
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     assert header[-1] == "fail%↓"
     good, bad, old = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:5])
-    assert good[0] == "good" and good[-1] == "**12.5 [5.0, 25.0] (n=8/8)**"   # the lower rate is the best
-    assert bad[-1] == "25.0 [10.0, 50.0] (n=8/8)"
+    assert _modes(1)["ci"] == pytest.approx([0.022417, 0.470888], abs=1e-6)  # Wilson, 1 of 8
+    assert good[0] == "good" and good[-1] == "**12.5 [2.2, 47.1] (n=8/8)**"   # the lower rate is the best
+    assert bad[-1] == "25.0 [7.1, 59.1] (n=8/8)"
+    assert "fail%: 95 % Wilson score interval" in "\n".join(lines)  # said under the table
     assert old[-1] == "–"
     assert bad[1].startswith("**0.650")                                        # SIM: higher is still better
 
@@ -62,12 +72,12 @@ def test_paper_latex_and_csv_of_fail():
 
     text = latex(_paper_rows(with_old=False))
     assert r"fail\%$\downarrow$ \\" in text
-    assert r"\textbf{12.5\,{\scriptsize[5.0, 25.0]}}" in text and r"25.0\,{\scriptsize[10.0, 50.0]}" in text
+    assert r"\textbf{12.5\,{\scriptsize[2.2, 47.1]}}" in text and r"25.0\,{\scriptsize[7.1, 59.1]}" in text
     rows = csv_text(_paper_rows()).splitlines()
     header = rows[0].split(",")
     at = header.index("fail")
     assert header[at:at + 4] == ["fail", "fail_ci_low", "fail_ci_high", "fail_n"]
-    assert rows[1].split(",")[at:at + 4] == ["0.125", "0.05", "0.25", "8"]       # the CSV keeps the rate itself
+    assert rows[1].split(",")[at:at + 4] == ["0.125", "0.022417", "0.470888", "8"]  # the CSV keeps the rate itself
     assert rows[3].split(",")[at:at + 4] == ["", "", "", ""]
 
 
@@ -126,9 +136,11 @@ def test_compare_renders_fail_in_percent_and_percentage_points():
     assert "## fail% ↓" in text
     assert "| A | 1 | 12 | **16.7** | [" in text and "| B | 1 | 12 | 50.0 | [" in text
     lo, hi = c["ci"]
-    assert f"| B − A | 12 | +33.3 | [{100 * lo:+.1f}, {100 * hi:+.1f}] |" in text
+    assert f"| B − A | 12 | +33.3 | [{100 * lo:+.1f}, {100 * hi:+.1f}] (only {c['speakers']} speakers: too few to " \
+           "support a claim) |" in text  # said beside the interval, in every format
     assert "percentage points" in text
     assert r"\textbf{16.7}" in latex(result) and "+33.3" in latex(result)
+    assert f"only {c['speakers']} speakers: too few to support a claim" in latex(result)
     row = next(r for r in csv_text(result).splitlines() if r.startswith("fail,comparison"))
     assert f",{4 / 12}," in row                                  # the CSV keeps the difference of rates
 
@@ -213,3 +225,13 @@ def test_failure_summary_line_from_failure_modes():
     assert ">silent</span> 1 (2.5 % [0.4, 12.9])" in text and "looping" not in text
     old = SimpleNamespace(table=ResultTable("old", []), samples={"p0": {"sim": "0.5"}}, label="old")
     assert failure_summary_html([old]) == ""
+
+
+def test_the_run_summary_printed_after_scoring_shows_fails_wilson_interval():
+    from clonebench.runs.pipeline import results_table
+
+    modes = _modes(0)  # none of 8 failed: the bootstrap collapses to [0, 0], Wilson does not
+    metrics = {"metrics": {"fail": _summary(0.0, [0.0, 0.0]), "sim": _summary(0.6, [0.5, 0.7])}, "failure_modes": modes}
+    fail, sim = (line for line in results_table(metrics).splitlines()[1:])
+    assert fail.split()[:4] == ["fail", "0.0000", "[0.0000,", f"{modes['ci'][1]:.4f}]"] and modes["ci"][1] > 0.3
+    assert "[0.5000, 0.7000]" in sim  # every other metric: its utterance bootstrap

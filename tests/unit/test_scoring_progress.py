@@ -53,3 +53,22 @@ def test_report_refuses_a_run_killed_while_scoring(tmp_path):
     progress.close()
     with pytest.raises(ClonebenchError, match=r"interrupted while scoring .*whisper RUNNING 0/3"):
         load_run(tmp_path)
+
+
+def test_report_and_compare_check_on_a_run_being_scored_say_wait_not_score_again(tmp_path, capsys):
+    from clonebench.cli.main import main as cli
+    from clonebench.report.tables import load_run
+
+    progress = ScoringProgress(tmp_path / "run", ["whisper"], tmp_path)
+    progress.ready(3)
+    progress.start("whisper", "f" * 64, 3, 0)
+    try:  # the lock is held: a process is scoring it now
+        with pytest.raises(ClonebenchError, match=r"still scoring: whisper RUNNING 0/3 .*\. Wait for it to finish") as err:
+            load_run(tmp_path / "run")
+        assert "Score it again" not in str(err.value)
+        assert cli(["compare-check", str(tmp_path / "run"), str(tmp_path / "run")]) != 0
+        assert "Wait for it to finish" in capsys.readouterr().err
+    finally:
+        progress.close()
+    with pytest.raises(ClonebenchError, match=r"interrupted while scoring .*\. Score it again"):
+        load_run(tmp_path / "run")  # killed: scoring it again is the advice

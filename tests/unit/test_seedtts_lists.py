@@ -4,6 +4,7 @@ test set with missing outputs counted as failures or, marked, skipped (seedtts/s
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,9 +78,32 @@ def test_missing_outputs_count_as_failures_unless_the_scripts_rule_is_asked_for(
     skipped = summarise(table(rows), "test-en", "skip")
     assert math.isclose(skipped.metrics["seed_wer"].mean, 0.2) and skipped.metrics["seed_wer"].n == 2
     text = markdown([skipped])
-    assert "| test-en | 20.00 [" in text and "SKIPPED (scripts)" in text and "2/3" in text
+    assert "| test-en | run | 20.00 [" in text and "SKIPPED (scripts)" in text and "2/3" in text
     assert "for comparison with published numbers only" in text
     assert "counted as failures" in markdown([counted])
+
+
+def test_every_row_names_its_system_in_every_format():
+    """Two runs of one test set are two rows told apart by their system (run name; the folder when names tie)."""
+    rows = [{"seed_wer_en": "0.1", "seed_sim": "0.7"}]
+    results = [summarise(ResultTable(label=label, rows=rows, run_dir=Path(f"/r/{folder}")), "test-en")
+               for label, folder in (("model-a", "1"), ("model|b", "2"), ("same", "3"), ("same", "4"))]
+    lines = markdown(results).splitlines()
+    assert lines[0].startswith("| test set | system | WER (%)")
+    assert [line.split(" | ")[1] for line in lines[2:6]] == ["model-a", "model\\|b", "/r/3", "/r/4"]
+    assert [r.as_dict()["system"] for r in results] == ["model-a", "model|b", "same", "same"]  # JSON
+
+
+def test_a_name_that_contradicts_the_runs_meta_list_is_refused():
+    from clonebench.seedtts.summary import run_test_set
+
+    english = ResultTable(label="run", rows=[], run_dir=Path("/r/en-run"), dataset_manifest="/data/seedtts/en/meta.lst")
+    assert run_test_set(english) == run_test_set(english, "test-en") == "test-en"
+    with pytest.raises(ClonebenchError, match="generated from /data/seedtts/en/meta.lst, which is test-en, not "
+                                              "test-zh; drop the name"):
+        run_test_set(english, "test-zh")
+    other = ResultTable(label="run", rows=[], dataset_manifest="/data/mine.json")  # not a meta list: the name says
+    assert run_test_set(other, "test-zh") == "test-zh"
 
 
 def test_a_run_without_the_protocols_columns_or_a_list_is_refused_with_the_fix(tmp_path):

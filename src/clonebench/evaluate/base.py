@@ -62,6 +62,8 @@ class Scorer(ABC):
     seed_policy: ClassVar[str] = "deterministic (no sampling)"
     # shortest clip (seconds) the scorer can use; shorter input is a per-sample metric error (evaluate/validity.py)
     min_duration_s: ClassVar[float] = 0.0
+    # measures empty and silent clips (the failure detector flags them); every other scorer gives them an error
+    scores_silence: ClassVar[bool] = False
     # computes on one CPU thread: scored beside the multi-threaded scorers (evaluate/overlap.py)
     runs_beside_others: ClassVar[bool] = False
     # CPU-only and CPU-bound: may be scored in the process pool beside the GPU groups (evaluate/cpu_pool.py)

@@ -140,6 +140,14 @@ def unfinished_reason(progress: dict) -> str | None:
     return f"its evaluate phase {when}: " + describe_groups(progress)
 
 
+def unfinished_advice(progress: dict) -> str:
+    """What to do about a run without a complete evaluation: wait while a process is scoring it, else score again."""
+    if progress.get("alive"):
+        return "Wait for it to finish: a process is scoring it now (`clonebench status RUN` shows its progress)"
+    return ("Score it again (a new evaluate run reuses every score already in the metric cache); `clonebench status` "
+            "shows the same")
+
+
 def describe_groups(progress: dict) -> str:
     """``ecapa done 4/4 (4 cached, 0 scored); whisper RUNNING 2/4 (0 cached, 2 scored); mcd waiting 0/4``."""
     parts = []

@@ -129,27 +129,44 @@ def checked(scorer_name: str, record: ScoreRecord) -> ScoreRecord:
     return ScoreRecord(record.sample_id, error=f"invalid score from {scorer_name}: {problem}")
 
 
-def _seconds(path: Path) -> float:
+SILENT_PEAK_DBFS = -60.0  # a clip whose every sample is below this has no sound any scorer could measure
+
+
+def _clip_problem(path: Path, scorer: Scorer) -> str | None:
+    """Why the clip at ``path`` cannot be scored by ``scorer`` (empty, too short, silent), or None."""
+    import numpy as np
     import soundfile as sf
 
-    info = sf.info(str(path))
-    return info.frames / info.samplerate
+    try:
+        info = sf.info(str(path))
+    except Exception:  # unreadable: the scorer reports its own error
+        return None
+    seconds = info.frames / info.samplerate
+    if info.frames == 0 and not scorer.scores_silence:
+        return "is empty (0 samples)"
+    if seconds < scorer.min_duration_s:
+        return f"is {seconds:.4f} s, shorter than the {scorer.min_duration_s:g} s that the {scorer.name} scorer can use"
+    if scorer.scores_silence:
+        return None
+    limit, peak = 10 ** (SILENT_PEAK_DBFS / 20), 0.0
+    for block in sf.blocks(str(path), blocksize=1 << 16, dtype="float32"):
+        peak = max(peak, float(np.max(np.abs(block))) if block.size else 0.0)
+        if peak > limit:
+            return None  # sound: usually found in the first block, so a long clip is not read through
+    shown = f"{20 * np.log10(peak):.1f} dBFS" if peak > 0 else "0"
+    return f"is silent (peak {shown}, at or below {SILENT_PEAK_DBFS:g} dBFS)"
 
 
 def too_short(scorer: Scorer, item: ScoreItem) -> ScoreRecord | None:
-    """An error record when a clip the scorer reads is shorter than ``scorer.min_duration_s``; else None."""
-    if scorer.min_duration_s <= 0:
-        return None
+    """An error record when a clip the scorer reads is empty, silent (unless the scorer measures silence: the
+    failure detector) or shorter than ``scorer.min_duration_s``; else None. An empty or silent clip has no
+    speaker, words or spectrum to measure: a number for it (an MCD of 16.5 for no audio) would be averaged as a
+    real score."""
     clips = [("generated", item.generated_path)]
     if scorer.needs_reference and item.target_path is not None:
         clips.append(("target", Path(item.target_path)))
     for role, path in clips:
-        try:
-            seconds = _seconds(path)
-        except Exception:  # unreadable: the scorer reports its own error
-            continue
-        if seconds < scorer.min_duration_s:
-            return ScoreRecord(item.sample_id, error=(
-                f"{role} audio is {seconds:.4f} s, shorter than the {scorer.min_duration_s:g} s that the "
-                f"{scorer.name} scorer can use ({path})"))
+        problem = _clip_problem(Path(path), scorer)
+        if problem is not None:
+            return ScoreRecord(item.sample_id, error=f"{role} audio {problem} ({path})")
     return None

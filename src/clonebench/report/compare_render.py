@@ -12,6 +12,7 @@ from pathlib import Path
 from clonebench.core.atomic import atomic_write_text
 from clonebench.core.redact import shown
 from clonebench.report.format import is_percent, latex_escape, metric_number
+from clonebench.report.multi_compare import FEW_SPEAKERS
 
 LABELS = {"sim": "SIM", "sva": "SVA", "wer": "WER", "mcd": "MCD", "dnsmos": "DNSMOS", "stoi": "STOI", "mos": "MOS",
           "emotion_match": "Emo", "fail": "fail%", "seed_wer_en": "Seed WER-en%", "seed_wer_zh": "Seed WER-zh%",
@@ -32,14 +33,19 @@ def _num(value, digits: int = 4, sign: bool = False, metric: str = "") -> str:
     return metric_number(metric, value, digits, sign)
 
 
-def _p(value) -> str:
+def p_text(value) -> str:
     return "–" if value is None else ("<0.001" if value < 0.001 else f"{value:.3f}")
 
 
-def _ci(ci, sign: bool = False, metric: str = "") -> str:
-    if not ci:
-        return "unbounded"
-    return f"[{_num(ci[0], sign=sign, metric=metric)}, {_num(ci[1], sign=sign, metric=metric)}]"
+def ci_text(ci, sign: bool = False, metric: str = "", speakers: int | None = None) -> str:
+    """An interval; with fewer than FEW_SPEAKERS speakers, said beside it (the bootstrap cannot support a claim)."""
+    text = "unbounded" if not ci else \
+        f"[{_num(ci[0], sign=sign, metric=metric)}, {_num(ci[1], sign=sign, metric=metric)}]"
+    if speakers is not None and speakers < FEW_SPEAKERS:
+        text += f" (only {speakers} speaker{'s' if speakers != 1 else ''}: too few to support a claim)"
+    return text
+
+
 
 
 def _title(metric: str, entry: dict) -> str:
@@ -81,14 +87,14 @@ def markdown(result: dict) -> str:
         for s in entry["systems"]:
             best = entry["best"] is not None and s["mean"] == entry["best"]
             mean = f"**{_num(s['mean'], metric=metric)}**" if best else _num(s["mean"], metric=metric)
-            lines.append(f"| {s['system']} | {s['runs']} | {s['n']} | {mean} | {_ci(s['ci'], metric=metric)} |")
+            lines.append(f"| {s['system']} | {s['runs']} | {s['n']} | {mean} | {ci_text(s['ci'], metric=metric)} |")
         if entry["comparisons"]:
             lines += ["", "| B − A | n | Δ | 95 % CI | p | p (Holm) | dz | wins B/A/ties | vs re-seeding | verdict |",
                       "|---|---:|---:|---|---:|---:|---:|---|---|---|"]
             for c in entry["comparisons"]:
                 lines.append(f"| {c['b']} − {c['a']} | {c['n']} | {_num(c['delta'], sign=True, metric=metric)} | "
-                             f"{_ci(c['ci'], True, metric)} "
-                             f"| {_p(c['p_value'])} | {_p(c['p_holm'])} | {_num(c['dz'], 2)} | {_wins(c)} | "
+                             f"{ci_text(c['ci'], True, metric, c.get('speakers'))} "
+                             f"| {p_text(c['p_value'])} | {p_text(c['p_holm'])} | {_num(c['dz'], 2)} | {_wins(c)} | "
                              f"{_reseed(c)} | {c['verdict']} |")
         seeds = [s for s in entry["systems"] if s["seed"]]
         if seeds:
@@ -113,15 +119,15 @@ def latex(result: dict) -> str:
             if entry["best"] is not None and s["mean"] == entry["best"]:
                 mean = rf"\textbf{{{mean}}}"
             out.append(rf"{latex_escape(s['system'])} & {s['runs']} & {s['n']} & {mean} & "
-                       rf"{_ci(s['ci'], metric=metric)} \\")
+                       rf"{ci_text(s['ci'], metric=metric)} \\")
         if entry["comparisons"]:
             out += [r"\midrule", r"B $-$ A & $n$ & $\Delta$ [95\,\% CI] & $p$ / $p_{\mathrm{Holm}}$ & $d_z$, wins B/A/ties \\",
                     r"\midrule"]
             for c in entry["comparisons"]:
                 name = latex_escape(f"{c['b']} - {c['a']}")
                 out.append(rf"{name} & {c['n']} & {_num(c['delta'], sign=True, metric=metric)} "
-                           rf"{_ci(c['ci'], True, metric)} & "
-                           rf"{_p(c['p_value'])} / {_p(c['p_holm'])} & {_num(c['dz'], 2)}, {_wins(c)} \\")
+                           rf"{ci_text(c['ci'], True, metric, c.get('speakers'))} & "
+                           rf"{p_text(c['p_value'])} / {p_text(c['p_holm'])} & {_num(c['dz'], 2)}, {_wins(c)} \\")
         out += [r"\bottomrule", r"\end{tabular}", ""]
     notes = _intro(result)
     return "\n".join(out + ["% " + latex_escape(n) for n in notes]) + "\n"
@@ -154,30 +160,31 @@ def html_section(result: dict) -> str:
     """A self-contained ``<section>`` (every label escaped) for a report page."""
     parts = ['<section id="comparison"><h2>Comparison</h2>'] + [f"<p>{escape(line)}</p>" for line in _intro(result)]
     for metric, entry in result["metrics"].items():
-        parts.append(f"<h3>{escape(_title(metric, entry))}</h3><table class=\"comparison\"><thead><tr><th>system</th>"
-                     "<th>runs</th><th>n</th><th>mean</th><th>95 % CI</th></tr></thead><tbody>")
+        parts.append(f"<h3>{escape(_title(metric, entry))}</h3><div class=\"scroll\"><table class=\"comparison\">"
+                     "<thead><tr><th>system</th><th>runs</th><th>n</th><th>mean</th><th>95 % CI</th></tr></thead><tbody>")
         for s in entry["systems"]:
             best = ' class="best"' if entry["best"] is not None and s["mean"] == entry["best"] else ""
             parts.append(f"<tr><td>{escape(s['system'])}</td><td>{s['runs']}</td><td>{s['n']}</td>"
-                         f"<td{best}>{_num(s['mean'], metric=metric)}</td><td>{_ci(s['ci'], metric=metric)}</td></tr>")
-        parts.append("</tbody></table>")
+                         f"<td{best}>{_num(s['mean'], metric=metric)}</td><td>{ci_text(s['ci'], metric=metric)}</td></tr>")
+        parts.append("</tbody></table></div>")
         if entry["comparisons"]:
-            parts.append("<table class=\"comparison\"><thead><tr><th>B − A</th><th>n</th><th>Δ</th><th>95 % CI</th>"
-                         "<th>p</th><th>p (Holm)</th><th>dz</th><th>wins B/A/ties</th><th>vs re-seeding</th>"
+            parts.append("<div class=\"scroll\"><table class=\"comparison\"><thead><tr><th>B − A</th><th>n</th>"
+                         "<th>Δ</th><th>95 % CI</th><th>p</th><th>p (Holm)</th><th>dz</th><th>wins B/A/ties</th><th>vs re-seeding</th>"
                          "<th>verdict</th></tr></thead><tbody>")
             for c in entry["comparisons"]:
                 parts.append(f"<tr><td>{escape(c['b'])} − {escape(c['a'])}</td><td>{c['n']}</td>"
-                             f"<td>{_num(c['delta'], sign=True, metric=metric)}</td><td>{_ci(c['ci'], True, metric)}</td>"
-                             f"<td>{_p(c['p_value'])}</td><td>{_p(c['p_holm'])}</td><td>{_num(c['dz'], 2)}</td>"
+                             f"<td>{_num(c['delta'], sign=True, metric=metric)}</td>"
+                             f"<td>{ci_text(c['ci'], True, metric, c.get('speakers'))}</td>"
+                             f"<td>{p_text(c['p_value'])}</td><td>{p_text(c['p_holm'])}</td><td>{_num(c['dz'], 2)}</td>"
                              f"<td>{_wins(c)}</td><td>{escape(_reseed(c))}</td><td>{escape(c['verdict'])}</td></tr>")
-            parts.append("</tbody></table>")
+            parts.append("</tbody></table></div>")
     return "".join(parts) + "</section>"
 
 
 def html_page(result: dict) -> str:
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" "
             "content=\"default-src 'none'; style-src 'unsafe-inline'\"><title>clonebench comparison</title><style>"
-            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:.5em 0 1.5em}.scroll{overflow-x:auto}"
             "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}td:first-child{text-align:left}"
             ".best{font-weight:bold}</style></head><body>" + html_section(result) + "</body></html>\n")
 

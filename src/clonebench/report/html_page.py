@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
 from clonebench.core.cells import as_number
-from clonebench.report.format import metric_label, metric_number
+from clonebench.report.html_compare import comparison_of, comparison_section, paired_section
 from clonebench.report.html_data import RunView, coverage, provenance
 from clonebench.report.html_rows import (
     LETTERS,
@@ -36,7 +36,6 @@ from clonebench.report.paper import (
     split_rows,
 )
 from clonebench.report.plots import write_plots
-from clonebench.stats.paired import paired_summary
 
 PAGE = "index.html"
 
@@ -73,7 +72,8 @@ def paper_table(rows: list[dict], columns: list = COLUMNS) -> str:
         tbody += (f'<tbody class="published"><tr class="published-label"><th colspan="{len(shown) + 1}">'
                   f"{escape(PUBLISHED_LABEL)}</th></tr>{body(published)}</tbody>")
     notes = "".join(f"<li>{escape(n)}</li>" for n in footnotes(rows))
-    return f'<table class="paper"><thead>{head}</thead>{tbody}</table><ul class="notes">{notes}</ul>'
+    return (f'<div class="scroll"><table class="paper"><thead>{head}</thead>{tbody}</table></div>'
+            f'<ul class="notes">{notes}</ul>')
 
 
 def _definition_list(record: dict) -> str:
@@ -84,34 +84,6 @@ def _definition_list(record: dict) -> str:
         shown = value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False, default=str)
         items.append(f"<dt>{escape(str(key))}</dt><dd><pre>{escape(str(shown))}</pre></dd>")
     return f"<dl>{''.join(items)}</dl>"
-
-
-def _paired(views: list[RunView]) -> str:
-    if len(views) != 2:
-        return ""
-    a, b = views
-    common = [p for p in a.samples if p in b.samples]
-    rows = []
-    for key in ("sim", "sva", "wer", "mcd", "dnsmos", "mos", "emotion_match", "fail"):
-        va = [as_number(a.samples[p].get(key)) for p in common]
-        vb = [as_number(b.samples[p].get(key)) for p in common]
-        keep = [i for i in range(len(common)) if va[i] is not None and vb[i] is not None]
-        if not keep:
-            continue
-        speakers = [str(a.samples[common[i]]["speaker_id"]) for i in keep]
-        s = paired_summary([vb[i] for i in keep], [va[i] for i in keep], speakers)
-        ci = s["delta_ci95"]
-        # a rate (fail) in percent, its deltas in percentage points; any other metric with 4 decimals
-        means = [metric_number(key, s[k], 4) for k in ("historical_mean", "current_mean", "mean_abs_delta")]
-        deltas = [metric_number(key, v, 4, sign=True) for v in (s["paired_mean_delta"], *ci)]
-        rows.append(f"<tr><td>{metric_label(key)}</td><td>{s['n_pairs']}/{len(common)}</td><td>{means[0]}</td>"
-                    f"<td>{means[1]}</td><td>{deltas[0]}</td><td>[{deltas[1]}, {deltas[2]}]</td>"
-                    f"<td>{means[2]}</td></tr>")
-    legend = f"A = {escape(a.label)}, B = {escape(b.label)}; Δ = B − A over the pairs both runs scored; " \
-             "95 % CI by speaker-cluster bootstrap."
-    return ("<h2 id=\"paired\">Paired deltas (B − A)</h2><p>" + legend + "</p><table class=\"paired\"><thead><tr>"
-            "<th>metric</th><th>pairs</th><th>mean A</th><th>mean B</th><th>Δ mean</th><th>Δ 95 % CI</th>"
-            "<th>mean |Δ|</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _failure_controls(views: list[RunView]) -> str:
@@ -132,25 +104,6 @@ def _failure_controls(views: list[RunView]) -> str:
     return (f'<label>failures <select id="failure-filter"><option value="">all utterances</option>'
             f'<option value="*">failed only ({failed})</option>{options}</select></label>'
             '<button id="worst-fail" type="button">failed first</button>')
-
-
-def _comparison(views: list[RunView]) -> str:
-    """The N-system comparison (``clonebench compare``) of the runs, or why they are not compared."""
-    if len(views) < 2:
-        return ""
-    from clonebench.core.errors import ClonebenchError
-    from clonebench.report.compare_render import render
-    from clonebench.report.multi_compare import compare_systems
-    from clonebench.report.systems import system_of
-
-    labels = [v.label if [w.label for w in views].count(v.label) == 1 else f"{LETTERS[k]}: {v.label}"
-              for k, v in enumerate(views)]
-    try:
-        result = compare_systems([system_of(label, [v.table.run_dir]) for label, v in zip(labels, views)],
-                                 allow_partial=True)
-        return render(result, "section")  # the one escaped rendering compare prints and writes
-    except ClonebenchError as exc:
-        return f'<section id="comparison"><h2>Comparison</h2><p>Not compared: {escape(str(exc))}</p></section>'
 
 
 def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, copy_audio: bool = False,
@@ -176,6 +129,7 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
     cov = "".join(f"<details><summary>{escape(v.label)}</summary>{_definition_list(coverage(v))}</details>"
                   for v in views)
     title = "clonebench report: " + ", ".join(v.label for v in views)
+    compared = comparison_of(views) if len(views) >= 2 else None
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src 'self'; media-src 'self' file:; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
@@ -185,8 +139,8 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <h2 id="table">Results</h2>{paper_table(rows, columns)}
 {"".join(sections)}
 <h2 id="plots">Plots</h2><div class="plots">{figures or "<p>no SIM or WER values to plot</p>"}</div>
-{_paired(views)}
-{_comparison(views)}
+{paired_section(views, compared)}
+{comparison_section(views, compared)}
 <h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort{"; rows with failure flags come first (failed, then by number of flags); hover a flag for its rule" if failures else ""}; in the transcripts,
 <del>struck</del> words are reference words the hypothesis missed or replaced, <ins>marked</ins> words are what it said instead
 (after the run's WER normalisation).</p>{failure_summary_html(views)}
@@ -194,7 +148,7 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 <button id="worst-sim" type="button">lowest SIM first</button><button id="worst-wer" type="button">highest WER first</button>
 {_failure_controls(views)}
 <span id="shown"></span></div>
-<table id="samples-table" class="samples">{table_html}</table>
+<div class="scroll"><table id="samples-table" class="samples">{table_html}</table></div>
 <h2 id="provenance">Provenance</h2>{prov}
 <h2 id="coverage">Coverage</h2>{cov}
 <script type="application/json" id="report-config">{script_json(config)}</script>

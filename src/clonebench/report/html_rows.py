@@ -87,15 +87,16 @@ def _number(value, digits: int = 3) -> str:
 
 
 def columns(views: list[RunView]) -> list[dict]:
-    """Sortable metric columns: per run (A, B, ...), then B−A deltas when there are two runs."""
+    """Sortable metric columns: with two runs the B−A deltas first (the point of an A/B page), then per run (A, B,
+    ...)."""
     metrics = shown_metrics(views)
     cols = []
+    if len(views) == 2:
+        cols += [{"key": m, "delta": True, "title": f"Δ{SHORT.get(m, m)} (B−A)"} for m in metrics if m not in SHORT]
     for metric in metrics:
         for k, _ in enumerate(views):
             cols.append({"key": metric, "run": k,
                          "title": SHORT.get(metric, metric) + (f" {LETTERS[k]}" if len(views) > 1 else "")})
-    if len(views) == 2:
-        cols += [{"key": m, "delta": True, "title": f"Δ{SHORT.get(m, m)} (B−A)"} for m in metrics if m not in SHORT]
     return cols
 
 
@@ -186,15 +187,17 @@ def _cell_value(views: list[RunView], pair_id: str, col: dict) -> float | None:
 
 
 def sample_rows(views: list[RunView], linker: AudioLinker) -> tuple[str, list[dict]]:
-    """The <thead> + <tbody> HTML of the per-sample table, and its metric columns."""
+    """The <thead> + <tbody> HTML of the per-sample table, and its metric columns. With several runs the numbers
+    (deltas first) come before the audio and transcripts, so a 1,280 px window shows them without scrolling."""
     cols = columns(views)
     failures = failure_titles(views)
     failure_heads = "".join(f'<th data-sort="num" data-key="{escape(t)}" class="failures">{escape(t)}</th>'
                             for t in failures)
-    head = ("<thead><tr><th data-sort=\"text\">pair</th><th data-sort=\"text\">speaker</th><th>audio</th>"
-            "<th>transcripts</th>" + failure_heads
-            + "".join(f'<th data-sort="num" data-key="{escape(c["title"])}">{escape(c["title"])}</th>' for c in cols)
-            + "</tr></thead>")
+    media = "<th>audio</th><th>transcripts</th>"
+    numbers = failure_heads + "".join(f'<th data-sort="num" data-key="{escape(c["title"])}">{escape(c["title"])}</th>'
+                                      for c in cols)
+    head = ("<thead><tr><th data-sort=\"text\">pair</th><th data-sort=\"text\">speaker</th>"
+            + (numbers + media if len(views) > 1 else media + numbers) + "</tr></thead>")
     body = []
     first = views[0]
     order = list(first.samples) + [p for v in views[1:] for p in v.samples if p not in first.samples]
@@ -235,7 +238,8 @@ def sample_rows(views: list[RunView], linker: AudioLinker) -> tuple[str, list[di
         for col in cols:
             value = _cell_value(views, pair_id, col)
             cells.append(f'<td class="num" data-v="{"" if value is None else repr(value)}">{_number(value)}</td>')
+        media = f'<td class="audio">{audio}</td><td class="texts">{"".join(texts)}</td>'
         body.append(f'<tr data-speaker="{escape(speaker)}"{marks}><td data-v="{escape(pair_id)}">{escape(pair_id)}</td>'
-                    f'<td data-v="{escape(speaker)}">{escape(speaker)}</td><td class="audio">{audio}</td>'
-                    f'<td class="texts">{"".join(texts)}</td>{"".join(cells)}</tr>')
+                    f'<td data-v="{escape(speaker)}">{escape(speaker)}</td>'
+                    f'{"".join(cells) + media if len(views) > 1 else media + "".join(cells)}</tr>')
     return head + "<tbody>" + "\n".join(body) + "</tbody>", cols

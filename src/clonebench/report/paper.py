@@ -33,6 +33,7 @@ PUBLISHED_SOURCES = ("paper",)
 PUBLISHED_LABEL = "published (other data)"  # the heading of the published rows' block; never bold
 BASE_NOTE = ("SIM = ECAPA cosine (not WavLM SIM); 95 % utterance-bootstrap CIs; (published) rows are the paper's "
              "values, not runs of this harness.")
+RATE_NOTE = "fail%: 95 % Wilson score interval (a bootstrap of 0/1 values collapses to [0, 0] when none failed)."
 
 
 def shown_columns(rows: list[dict], columns: list = COLUMNS) -> list[tuple[str, str, bool]]:
@@ -61,6 +62,8 @@ def run_rows(tables: list[ResultTable], columns: list = COLUMNS) -> list[dict]:
             if isinstance(entry, dict) and entry.get("mean") is not None:
                 row["cells"][key] = {"mean": entry["mean"], "ci": entry.get("ci"), "n": entry["n_valid"],
                                      "n_requested": entry["n_requested"]}
+                if key == FAILURE_COLUMN[0]:  # a rate: its Wilson interval (failures/rates.py), as every page shows
+                    row["cells"][key]["ci"] = (table.failure_modes or {}).get("ci")
                 if is_percent(key):
                     row["cells"][key]["percent"] = key
                 reason = unverified_reason(key)
@@ -86,7 +89,7 @@ def unverified_reason(metric: str) -> str | None:
 
 def footnotes(rows: list[dict]) -> list[str]:
     """The table's footnotes: the base note, then each distinct row note (unverified scorers, RTF scope)."""
-    notes = [BASE_NOTE]
+    notes = [BASE_NOTE] + ([RATE_NOTE] if any(FAILURE_COLUMN[0] in row["cells"] for row in rows) else [])
     for row in rows:
         notes += [n for n in row.get("notes", []) if n not in notes]
     return notes

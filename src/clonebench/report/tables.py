@@ -11,7 +11,7 @@ from clonebench.core.cells import as_number
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import escape_terminal
 from clonebench.data.identity import digest
-from clonebench.evaluate.progress import read_progress, unfinished_reason
+from clonebench.evaluate.progress import read_progress, unfinished_advice, unfinished_reason
 from clonebench.evaluate.registry import ALSO_NEEDS
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
@@ -79,8 +79,7 @@ def load_run(run_dir: Path) -> ResultTable:
     progress = read_progress(run_dir)
     reason = unfinished_reason(progress) if progress is not None else None
     if reason:  # killed (or still running) while scoring: whatever files it left are not its results
-        raise ClonebenchError(f"{run_dir}: not an evaluated run: {reason}. Score it again (a new evaluate run "
-                              "reuses every score already in the metric cache); `clonebench status` shows the same")
+        raise ClonebenchError(f"{run_dir}: not an evaluated run: {reason}. {unfinished_advice(progress)}")
     needed = [run_dir / n for n in ("generation_sample_metrics.csv", "scoring_manifest.json", "metrics.json")]
     missing = [p.name for p in needed if not p.is_file()]
     if missing:

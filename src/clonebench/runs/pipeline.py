@@ -98,7 +98,10 @@ def results_table(metrics: dict) -> str:
     lines = [f"{'metric':<12} {'mean':>9} {'95% CI':>21} {'n':>7}"]
     for name, entry in metrics["metrics"].items():
         mean = "-" if entry["mean"] is None else f"{entry['mean']:.4f}"
-        ci = "-" if not entry["ci"] else f"[{entry['ci'][0]:.4f}, {entry['ci'][1]:.4f}]"
+        interval = entry["ci"]
+        if name == "fail":  # a rate: its Wilson interval, as every table shows it (docs/statistics.md)
+            interval = (metrics.get("failure_modes") or {}).get("ci")
+        ci = "-" if not interval else f"[{interval[0]:.4f}, {interval[1]:.4f}]"
         lines.append(f"{name:<12} {mean:>9} {ci:>21} {entry['n_valid']:>3}/{entry['n_requested']:<3}")
         if name == "wer" and entry.get("corpus_wer") is not None:
             lines.append(f"{'corpus wer':<12} {entry['corpus_wer']:>9.4f}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clonebench.core.cells import as_number
 from clonebench.core.errors import ClonebenchError
-from clonebench.data.seedtts import benchmark_set, is_meta_list
+from clonebench.data.seedtts import TEST_SETS, benchmark_set, is_meta_list
 from clonebench.report.tables import ResultTable, load_run
 from clonebench.stats.utterance import bootstrap_ci
 
@@ -27,6 +27,7 @@ FAILED = {"seed_wer": 1.0, "seed_sim": 0.0}
 WER_COLUMNS = ("seed_wer_en", "seed_wer_zh")  # one WER per language (Whisper-large-v3 / Paraformer-zh)
 ORDER = ("test-zh", "test-en", "test-hard")  # the papers' column order
 RESAMPLES, CONFIDENCE, SEED = 1000, 0.95, 20260930
+PUBLISHED_SETS = frozenset(TEST_SETS.values())
 
 
 @dataclass(frozen=True)
@@ -44,18 +45,23 @@ class TestSetResult:
     scored: dict[str, int]        # metric -> utterances with a value
     rule: str
     metrics: dict[str, Score]     # seed_wer (a fraction: seed_wer_en or seed_wer_zh, the set's language), seed_sim
+    system: str = ""              # the run's name (its run_name, else its folder's): which model the row is
 
     def as_dict(self) -> dict:
         return {**asdict(self), "rule_text": RULES[self.rule]}
 
 
 def run_test_set(table: ResultTable, given: str | None = None) -> str:
-    """The test set a run covered: ``given``, else its meta list's name (test-en, test-zh, test-hard, ...)."""
-    if given:
-        return given
+    """The test set a run covered: its meta list's name (test-en, test-zh, test-hard, ...), or ``given`` for a run
+    over another manifest. A ``given`` name that contradicts the run's own meta list is refused when either is a
+    published test set: the row would sit beside that set's published numbers."""
     manifest = table.dataset_manifest  # read by load_run from the generation run's manifest
-    if manifest and is_meta_list(Path(manifest)):
-        return benchmark_set(Path(manifest))
+    own = benchmark_set(Path(manifest)) if manifest and is_meta_list(Path(manifest)) else None
+    if given and own and given != own and (given in PUBLISHED_SETS or own in PUBLISHED_SETS):
+        raise ClonebenchError(f"{given}={table.run_dir or table.label}: the run was generated from {manifest}, which "
+                              f"is {own}, not {given}; drop the name (the run's own list names it) or name it {own}")
+    if given or own:
+        return given or own
     raise ClonebenchError(f"{table.run_dir or table.label}: not a run over a Seed-TTS-eval meta list (its "
                           "dataset.manifest_filename is no .lst); name its test set: NAME=RUN, e.g. test-en=RUN")
 
@@ -80,7 +86,7 @@ def summarise(table: ResultTable, name: str, rule: str = "count") -> TestSetResu
         raise ClonebenchError(f"{table.run_dir or table.label}: no seed_wer_en, seed_wer_zh or seed_sim column: score "
                               "the run with evaluation.metrics=[seed_wer_en,seed_sim] (test-en) or "
                               "[seed_wer_zh,seed_sim] (test-zh, test-hard) (docs/seed-tts-eval.md)")
-    return TestSetResult(name, str(table.run_dir or table.label), len(table.rows), scored, rule, metrics)
+    return TestSetResult(name, str(table.run_dir or table.label), len(table.rows), scored, rule, metrics, table.label)
 
 
 def load(specs: list[str], rule: str = "count") -> list[TestSetResult]:
@@ -94,6 +100,11 @@ def load(specs: list[str], rule: str = "count") -> list[TestSetResult]:
     return sorted(out, key=lambda r: (rank.get(r.test_set, len(ORDER)), r.test_set))
 
 
+def _escape(text: str) -> str:
+    """A label in a markdown table cell: a pipe would end the cell, a newline the row."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def _cell(score: Score | None, percent: bool) -> str:
     if score is None or score.mean is None:
         return "–"
@@ -104,12 +115,18 @@ def _cell(score: Score | None, percent: bool) -> str:
     return text
 
 
+def systems(results: list[TestSetResult]) -> list[str]:
+    """Each result's system label: its run's name, or its run folder where two results share a name."""
+    names = [r.system or Path(r.run).name for r in results]
+    return [r.run if names.count(n) > 1 else n for r, n in zip(results, names)]
+
+
 def markdown(results: list[TestSetResult]) -> str:
-    """| test set | WER (%) ↓ | SIM ↑ | coverage | rule |, one row per test set."""
-    lines = ["| test set | WER (%) ↓ | SIM ↑ | coverage | missing outputs |", "|---|---|---|---|---|"]
-    for r in results:
+    """| test set | system | WER (%) ↓ | SIM ↑ | coverage | rule |, one row per run."""
+    lines = ["| test set | system | WER (%) ↓ | SIM ↑ | coverage | missing outputs |", "|---|---|---|---|---|---|"]
+    for r, system in zip(results, systems(results)):
         covered = max(r.scored.values()) if r.scored else 0
-        lines.append(f"| {r.test_set} | {_cell(r.metrics.get('seed_wer'), True)} | "
+        lines.append(f"| {r.test_set} | {_escape(system)} | {_cell(r.metrics.get('seed_wer'), True)} | "
                      f"{_cell(r.metrics.get('seed_sim'), False)} | {covered}/{r.listed} | "
                      f"{'counted as failures' if r.rule == 'count' else 'SKIPPED (scripts)'} |")
     notes = sorted({RULES[r.rule] for r in results})

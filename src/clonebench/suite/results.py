@@ -215,7 +215,8 @@ def read_task(suite: Suite, task: Task, task_dir: Path, groups: dict[str, dict[s
     failure = metrics["metrics"].get(FAILURE_METRIC)
     if failure and FAILURE_METRIC not in result.metrics and failure.get("mean") is not None:
         # the failure rate (not an rvcbench metric: never required, nor in coverage or submission.json), when scored
-        result.metrics[FAILURE_METRIC] = MetricStat(failure["mean"], failure.get("ci"),
+        # a rate: its Wilson interval (failures/rates.py), never the bootstrap that collapses to [0, 0]
+        result.metrics[FAILURE_METRIC] = MetricStat(failure["mean"], (metrics.get("failure_modes") or {}).get("ci"),
                                                     int(failure.get("n_valid") or 0), len(samples))
     return result
 

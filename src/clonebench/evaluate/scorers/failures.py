@@ -32,6 +32,7 @@ class FailureScorer(Scorer):
     uses_gpu = False
     sample_rate = 16_000
     cpu_bound = True  # may be scored in the CPU pool
+    scores_silence = True  # an empty or silent clip is what its "silent" flag is for
     # the VAD is an onnxruntime session of one thread, the features numpy/librosa with BLAS pinned to one
     # thread (evaluate/threads.py): the same numbers at every torch thread count
     threads_change_numbers = False
