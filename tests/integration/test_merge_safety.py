@@ -134,3 +134,19 @@ def test_a_half_written_merge_of_an_older_version_does_not_block(stopped, tmp_pa
     with pytest.raises(ClonebenchError, match="not a merge output"):
         merge(sweep)
     assert (mine / "notes.txt").read_text() == "keep"
+
+
+def test_each_shards_provenance_is_listed_per_shard_in_the_merged_run(stopped, tmp_path):
+    """A block a shard records about itself (e.g. its cluster job) is copied per shard, never merged into one."""
+    sweep = tmp_path / "sweep"
+    for index in (0, 1):
+        shutil.copytree(stopped["reference"].parent / str(index), sweep / str(index))
+        path = sweep / str(index) / "run_manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["cluster"] = {"job_id": f"41_{index}", "array_task": index, "node": f"node{index}"}
+        path.write_text(json.dumps(manifest))
+    merged = json.loads((merge(sweep) / "run_manifest.json").read_text())
+    assert "cluster" not in merged
+    assert [s["cluster"] for s in merged["shards"]] == [{"job_id": f"41_{i}", "array_task": i, "node": f"node{i}"}
+                                                        for i in (0, 1)]
+    assert [s["shard"] for s in merged["shards"]] == [{"index": 0, "count": 2}, {"index": 1, "count": 2}]

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,31 @@ def test_a_reader_names_the_recorded_files_that_are_missing(made, tmp_path, caps
     err = capsys.readouterr().err
     assert "2 of 4 recorded file(s) missing" in err and all(w.name in err for w in gone)
     assert (tmp_path / "report" / "index.html").read_text().count("not available") == 2
+
+
+def test_a_moved_score_output_resumes_with_every_score_reused(made, tmp_path, capsys):
+    """`clonebench score --resume` on a score output that was moved: nothing re-scored, the rows unchanged."""
+    from clonebench.core.atomic import atomic_write_json
+    from clonebench.standin.batch import run_batch
+
+    dataset = json.loads((made / "run_manifest.json").read_text())["config"]["dataset"]
+    pairs = {s["pair_id"] for s in json.loads((made / "run_manifest.json").read_text())["samples"]}
+    rows = [r for r in json.loads(Path(dataset["manifest_filename"]).read_text())["pairs"] if r["pair_id"] in pairs]
+    atomic_write_json(tmp_path / "four.json", {"pairs": rows})  # the made run's pairs: their targets are cached
+    common = ["--manifest", str(tmp_path / "four.json"), "--root", dataset["root_path"]]
+    assert cli(["prompts", *common, "--output", str(tmp_path / "prompts")]) == 0
+    run_batch(tmp_path / "prompts" / "prompts.tsv", tmp_path / "wavs", 1)
+    scoring = ["--config-name", "demo", "evaluation.metrics=[sim]", "evaluation.ecapa.allow_hub=false",
+               f"evaluation.cache_dir={made.parent / '.cache' / 'metric_cache'}"]
+    first = tmp_path / "scores"
+    assert cli(["score", *common, "--generated", str(tmp_path / "wavs"), "--output", str(first), *scoring]) == 0
+    task = next(p.name for p in first.iterdir() if (p / CSV).is_file())
+    before = (first / task / CSV).read_text()
+    moved = tmp_path / "moved" / "scores"
+    moved.parent.mkdir()
+    os.rename(first, moved)
+    capsys.readouterr()
+    assert cli(["score", *common, "--generated", str(tmp_path / "wavs"), "--output", str(moved), *scoring,
+                "--resume"]) == 0, capsys.readouterr().err
+    assert json.loads((moved / task / "scoring_manifest.json").read_text())["cache"]["misses"] == 0
+    assert (moved / task / CSV).read_text() == before and not first.exists()

@@ -79,8 +79,11 @@ def test_missing_and_overlapping_shards_are_refused(sweeps, tmp_path):
     partial = tmp_path / "partial"
     shutil.copytree(sweeps[3] / "0", partial / "0")
     shutil.copytree(sweeps[3] / "1", partial / "1")
-    with pytest.raises(ClonebenchError, match="shards miss"):
+    with pytest.raises(ClonebenchError, match="shards miss") as refused:
         merge(partial)
+    assert "absent: [2]" in str(refused.value)
+    assert "shard 2: python run_vc.py" in str(refused.value) and "vc.shard.index=2 " in str(refused.value)
+    assert f"hydra.run.dir={partial / '2'}" in str(refused.value)
     overlap = tmp_path / "overlap"
     shutil.copytree(sweeps[2] / "0", overlap / "0")
     shutil.copytree(sweeps[3] / "0", overlap / "1")

@@ -12,7 +12,7 @@ from clonebench.core.confine import OutsideRunError
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
 from clonebench.core.runpaths import RunFiles, generation_run, recorded, run_files
-from clonebench.runs.merge_shards import NOT_RUN_DEFINING, read_shards, resume_command, run_defining
+from clonebench.runs.merge_shards import NOT_RUN_DEFINING, check_configs, read_shards, resume_command, run_defining
 
 
 def test_recorded_is_relative_inside_the_run_and_absolute_outside(tmp_path):
@@ -62,7 +62,8 @@ def test_the_scored_run_of_a_moved_run_is_the_moved_folder(tmp_path):
     assert files.locate("/gone/run/generated_audio/a.wav", check=False) == (moved / "generated_audio/a.wav").resolve()
 
 
-def _write_shard(folder: Path, index: int, origin: Path | None, status: str = "generated", **config) -> None:
+def _write_shard(folder: Path, index: int, origin: Path | None, status: str = "generated", made_in: Path | None = None,
+                 **config) -> None:
     folder.mkdir(parents=True)
     vc = {"shard": {"index": index, "count": 2}, "resume_from": str(origin) if origin else None}
     manifest = {"config": {"vc": vc, "paths": {"results_dir": str(folder.parent)}, **config},
@@ -72,6 +73,7 @@ def _write_shard(folder: Path, index: int, origin: Path | None, status: str = "g
                                  f"'vc.shard.index={index}', 'hydra.run.dir=x']"}
     if origin:
         manifest["resume_origin"] = str(origin)
+    manifest["run_dir"] = str(made_in or folder)
     (folder / "run_manifest.json").write_text(json.dumps(manifest))
 
 
@@ -90,6 +92,15 @@ def test_a_resume_chain_in_the_sweep_merges_as_its_newest_run(tmp_path):
     assert f"vc.resume_from={sweep / '1-resumed-resumed'}" in command and "hydra.run.dir=x" not in command
 
 
+def test_a_resume_chain_is_found_in_a_sweep_that_was_moved(tmp_path):
+    cluster = Path("/cluster/results/multirun-1")  # where the sweep was made; the records name it
+    sweep = tmp_path / "copied"
+    _write_shard(sweep / "0", 0, None, made_in=cluster / "0")
+    _write_shard(sweep / "1", 1, None, "interrupted", made_in=cluster / "1")
+    _write_shard(sweep / "1-resumed", 1, cluster / "1", made_in=cluster / "1-resumed")
+    assert [s.name for s in read_shards(sweep)] == ["0", "1-resumed"]
+
+
 def test_only_the_keys_that_say_how_a_shard_ran_are_not_compared():
     config = {"vc": {"shard": {"index": 1}, "resume_from": "/a", "evaluation": {"generated_audio_dir": "/b"}},
               "paths": {"results_dir": "r"}, "seed": 1}
@@ -103,3 +114,13 @@ def test_an_empty_or_missing_sweep_is_refused(tmp_path):
         read_shards(tmp_path / "nope")
     with pytest.raises(ClonebenchError, match="no shard runs"):
         read_shards(tmp_path)
+
+
+def test_shards_that_differ_beyond_how_they_ran_are_refused_naming_the_shard_and_the_key(tmp_path):
+    sweep = tmp_path / "sweep"
+    _write_shard(sweep / "0", 0, None, seed=1)
+    _write_shard(sweep / "1", 1, sweep / "elsewhere", seed=1)  # resumed from a run elsewhere: same run
+    assert check_configs(sweep, read_shards(sweep))["vc"] == {"resume_from": None}
+    _write_shard(sweep / "2", 1, None, seed=2)
+    with pytest.raises(ClonebenchError, match=r"shard\(s\) 2 ran with another config than shard 0 \(seed;"):
+        check_configs(sweep, read_shards(sweep))

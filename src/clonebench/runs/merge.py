@@ -34,6 +34,7 @@ from clonebench.runs.merge_shards import (
     Shard,
     check_configs,
     check_finished,
+    missing_shard_command,
     read_shards,
     shard_dirs,
 )
@@ -81,11 +82,12 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
         present = sorted({s.manifest["shard"].get("index") for s in shards}, key=str)
         count = next(iter(counts)) if len(counts) == 1 else None
         absent = [i for i in range(count) if i not in present] if isinstance(count, int) else []
+        fixes = [f"  shard {i}: {missing_shard_command(sweep, shards[0], i)}" for i in absent] or [
+            f"  python run_vc.py ... vc.shard.count={count} vc.shard.index=<i> hydra.run.dir={os.path.abspath(sweep)}/<i>"]
         raise ClonebenchError(
             f"{sweep}: shards miss {len(missing)} pair(s) {missing[:5]} and hold {len(extra)} unknown "
             f"(shard indices present: {present}{f'; absent: {absent}' if absent else ''}); run the missing shard(s) "
-            f"into this sweep folder (python run_vc.py ... vc.shard.count={count} vc.shard.index=<i> "
-            f"hydra.run.dir={os.path.abspath(sweep)}/<i>) before merging")
+            "into this sweep folder, then merge again:\n" + "\n".join(fixes))
     sources = {sid: inside(owner[sid].folder, row["audio_path"], f"{owner[sid].folder / MANIFEST_NAME} ({row.get('pair_id')})")
                for sid, row in rows.items() if row.get("audio_path")}  # every path checked before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clonebench.core.dict_diff import leaf_differences
 from clonebench.core.errors import ClonebenchError
 from clonebench.generate.journal import MANIFEST_NAME, read_record, record_problem, samples_problem
 
@@ -100,16 +101,25 @@ def read_shards(sweep: Path, exclude: Path | None = None) -> list[Shard]:
     by_path = {os.path.realpath(s.folder): s for s in shards}
     replaced: set[str] = set()
     for shard in shards:
-        origin, seen = shard.manifest.get("resume_origin"), set()
-        while isinstance(origin, str) and origin and origin not in seen:
-            seen.add(origin)
-            earlier = by_path.get(os.path.realpath(origin))
+        current, seen = shard, set()
+        while isinstance(current.manifest.get("resume_origin"), str) and current.folder not in seen:
+            seen.add(current.folder)
+            earlier = by_path.get(os.path.realpath(current.manifest["resume_origin"])) or _moved_origin(current, by_path)
             if earlier is None:
                 break
             replaced.add(os.path.realpath(earlier.folder))
             shard.superseded.append(earlier.folder)
-            origin = earlier.manifest.get("resume_origin")
+            current = earlier
     return [s for s in shards if os.path.realpath(s.folder) not in replaced]
+
+
+def _moved_origin(shard: Shard, by_path: dict[str, Shard]) -> Shard | None:
+    """The run ``shard`` resumed, in a sweep that was moved or copied since (the recorded origin is the old path):
+    the sibling of that name when the shard was made beside its origin (its recorded ``run_dir``)."""
+    origin, made_in = Path(shard.manifest["resume_origin"]), shard.manifest.get("run_dir")
+    if not isinstance(made_in, str) or Path(made_in).parent != origin.parent:
+        return None
+    return by_path.get(os.path.realpath(shard.folder.parent / origin.name))
 
 
 def check_configs(sweep: Path, shards: list[Shard]) -> dict:
@@ -117,7 +127,7 @@ def check_configs(sweep: Path, shards: list[Shard]) -> dict:
     configs = [run_defining(s.manifest["config"]) for s in shards]
     odd = [s.name for s, c in zip(shards, configs) if c != configs[0]]
     if odd:
-        keys = sorted({k for s, c in zip(shards, configs) if c != configs[0] for k in _changed(configs[0], c)})
+        keys = sorted({k for s, c in zip(shards, configs) if c != configs[0] for k, _, _ in leaf_differences(configs[0], c)})
         raise ClonebenchError(
             f"{sweep}: shard(s) {', '.join(odd)} ran with another config than shard {shards[0].name} ({', '.join(keys)}; "
             f"{', '.join(NOT_RUN_DEFINING)} are not compared); merge the shards of one sweep only: move the odd "
@@ -134,17 +144,6 @@ def check_configs(sweep: Path, shards: list[Shard]) -> dict:
     if "resume_from" in merged.get("vc", {}):
         merged["vc"]["resume_from"] = None
     return merged
-
-
-def _changed(a: dict, b: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key in sorted(set(a) | set(b)):
-        x, y = a.get(key), b.get(key)
-        if isinstance(x, dict) and isinstance(y, dict):
-            out += _changed(x, y, f"{prefix}{key}.")
-        elif x != y:
-            out.append(f"{prefix}{key}")
-    return out
 
 
 def check_finished(sweep: Path, shards: list[Shard]) -> None:
@@ -164,9 +163,9 @@ def check_finished(sweep: Path, shards: list[Shard]) -> None:
                               + "\n".join(lines))
 
 
-def _invocation(shard: Shard) -> tuple[str, list[str]]:
+def _invocation(shard: Shard) -> tuple[str, list[str]] | None:
     """The config name and overrides the shard ran with (``config_source``: "configs/<name>.yaml with overrides
-    [...]", written by run_vc.py); ("<config>", []) when the source is not that."""
+    [...]", written by run_vc.py); None when the source is not that."""
     source = str(shard.manifest.get("config_source") or "")
     name, _, rest = source.partition(".yaml with overrides ")
     try:
@@ -174,12 +173,15 @@ def _invocation(shard: Shard) -> tuple[str, list[str]]:
     except (ValueError, SyntaxError):
         overrides = None
     if not name.startswith("configs/") or not isinstance(overrides, list):
-        return "<config>", ["<the shard's overrides>"]
+        return None
     return name[len("configs/"):], [str(o) for o in overrides]
 
 
 def _command(shard: Shard, drop: tuple[str, ...], extra: list[str]) -> str:
-    name, overrides = _invocation(shard)
+    invocation = _invocation(shard)
+    if invocation is None:  # not run by run_vc.py: the shard's config is in its run_manifest.json
+        return " ".join(["python run_vc.py --config-name <config> <the shard's overrides>", *map(shlex.quote, extra)])
+    name, overrides = invocation
     kept = [o for o in overrides if not o.lstrip("+~").startswith(drop)]
     return " ".join(["python run_vc.py --config-name", shlex.quote(name), *map(shlex.quote, kept + extra)])
 
@@ -188,6 +190,12 @@ def resume_command(sweep: Path, shard: Shard) -> str:
     folder = Path(os.path.abspath(shard.folder))
     return _command(shard, ("vc.resume_from=", "hydra.", "hydra/"),
                     [f"vc.resume_from={folder}", f"hydra.run.dir={folder.parent / (shard.name + '-resumed')}"])
+
+
+def missing_shard_command(sweep: Path, like: Shard, index: int) -> str:
+    """The command that runs shard ``index`` into the sweep, with the overrides shard ``like`` ran with."""
+    return _command(like, ("vc.shard.index=", "vc.resume_from=", "hydra.", "hydra/"),
+                    [f"vc.shard.index={index}", f"hydra.run.dir={Path(os.path.abspath(sweep)) / str(index)}"])
 
 
 def evaluate_command(shard: Shard) -> str:
