@@ -93,8 +93,10 @@ def test_a_relocated_run_works_with_every_subcommand_and_never_touches_the_origi
 
     report = tmp_path / "report"
     assert cli(["report", str(copy), "--format", "html", "--output", str(report), "--copy-audio"]) == 0
-    page, err = (report / "index.html").read_text(), capsys.readouterr().err
+    page, printed = (report / "index.html").read_text(), capsys.readouterr()
+    err = printed.err
     copied = {sha256_file(p) for p in (report / "audio").glob("*.wav")}
+    assert f"audio: {len(copied)} clip(s) copied" in printed.out
     assert set(generated) <= copied and "not available" not in page and "missing" not in err
     assert ("older clonebench" in err) == (how == "old_layout")
     linked = tmp_path / "linked"
@@ -149,3 +151,26 @@ def test_a_moved_score_output_resumes_with_every_score_reused(made, tmp_path, ca
                 "--resume"]) == 0, capsys.readouterr().err
     assert json.loads((moved / task / "scoring_manifest.json").read_text())["cache"]["misses"] == 0
     assert (moved / task / CSV).read_text() == before and not first.exists()
+
+
+def test_a_resume_chain_moved_together_still_resumes_sending_nothing(tmp_path, demo_dataset, standin):
+    """Runs A and B (B resumed A) rsynced elsewhere together: resuming from the moved B reaches the moved A."""
+    from clonebench.core.records import RunStatus
+    from tests.conftest import generate_run
+
+    gate = "adversary.reference_check=false"
+    made = tmp_path / "cluster" / "results"
+    generate_run(tmp_path, demo_dataset, standin.url, gate, "adversary.max_samples=4", run_dir=made / "a")
+    generate_run(tmp_path, demo_dataset, standin.url, gate, "adversary.max_samples=4", f"vc.resume_from={made / 'a'}",
+                 run_dir=made / "b")
+    assert json.loads((made / "b" / "run_manifest.json").read_text())["resumed_from"]["reused"] == 4
+    laptop = tmp_path / "laptop" / "results"
+    laptop.parent.mkdir()
+    os.rename(made, laptop)
+    tts = lambda: [r for r in standin.received if r["path"] == "/v1/tts"]  # noqa: E731
+    sent = len(tts())
+    status, resumed = generate_run(tmp_path, demo_dataset, standin.url, gate, "adversary.max_samples=4",
+                                   f"vc.resume_from={laptop / 'b'}", run_dir=laptop / "c")
+    assert status == RunStatus.GENERATED and len(tts()) == sent  # nothing sent again
+    manifest = json.loads((resumed / "run_manifest.json").read_text())
+    assert manifest["resumed_from"]["chain"] == [str(laptop / "b"), str(laptop / "a")]
