@@ -40,6 +40,9 @@ def test_old_absolute_paths_are_read_inside_the_given_folder_and_missing_files_a
     assert files.locate(str(original / "generated_audio" / "s" / "gone.wav")).name == "gone.wav"
     assert files.locate("/data/elsewhere/p.wav") == Path("/data/elsewhere/p.wav")  # outside the run: as recorded
     assert files.rebased == 2
+    # an older merge recorded its CSV paths relative to the directory it was run from
+    assert files.locate("results/x/merged/generated_audio/s/a.wav") == (copy / "generated_audio/s/a.wav").resolve()
+    assert files.rebased == 3
     note = files.missing_note(4)
     assert note.startswith("copy's CSV: 2 of 4 recorded file(s) missing") and "gone.wav" in note and "p.wav" in note
     with pytest.raises(OutsideRunError):
