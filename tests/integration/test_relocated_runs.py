@@ -174,3 +174,25 @@ def test_a_resume_chain_moved_together_still_resumes_sending_nothing(tmp_path, d
     assert status == RunStatus.GENERATED and len(tts()) == sent  # nothing sent again
     manifest = json.loads((resumed / "run_manifest.json").read_text())
     assert manifest["resumed_from"]["chain"] == [str(laptop / "b"), str(laptop / "a")]
+
+
+def test_a_copy_without_its_dataset_says_so(made, tmp_path, capsys):
+    """The dataset (outside the run) is gone on the machine the run was copied to: the report names it."""
+    copy = tmp_path / "copy"
+    shutil.copytree(made, copy)
+    for name in ("run_manifest.json", "scoring_manifest.json"):
+        record = json.loads((copy / name).read_text())
+        record["config"]["dataset"]["root_path"] = str(tmp_path / "no-such-data")
+        (copy / name).write_text(json.dumps(record))
+    with open(copy / CSV, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["target_audio"] = str(tmp_path / "no-such-data" / Path(row["target_audio"]).name)
+    with open(copy / CSV, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert cli(["report", str(copy), "--format", "html", "--output", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "4 of 4 target clip(s) missing" in err and str(tmp_path / "no-such-data") in err
+    assert "the dataset folder" in err and "recorded file(s) missing" not in err  # the run's own clips are there
