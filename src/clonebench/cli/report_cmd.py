@@ -19,10 +19,12 @@ capacity; with --format html its plots as PNG); serving runs alone give a report
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.redact import shown
 from clonebench.report.paper import COLUMNS, csv_text, latex, markdown, paper_rows, run_rows
 
 
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     runs = [path for path in args.runs if not is_suite_dir(path) and not is_serving_run(path)]
     timings = [load_timing(path) for path in runs if is_timing_run(path)]
     views = [load_view(path) for path in runs if not is_timing_run(path)]
+    for view in views:  # recorded files missing, or old absolute paths read inside the run folder given
+        for note in view.notes:
+            print(f"note: {shown(note)}", file=sys.stderr)
     if servings and not views and not suites:
         return _serving_only(servings, args)
     if not views and not suites:
@@ -96,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         else:  # suite runs only: no per-sample table
             page = write_suite_page(paper_table(rows, columns), list(suites), args.output, static_text("report.css"))
         print(f"HTML report: {page}")
+        if args.copy_audio:  # content-addressed copies: one file per distinct clip
+            print(f"audio: {len(list((Path(args.output) / 'audio').glob('*.wav')))} clip(s) copied into "
+                  f"{Path(args.output) / 'audio'}")
         return 0
     text = {"md": markdown, "latex": latex, "csv": csv_text}[args.format](rows, columns)
     if servings and args.format == "md":
