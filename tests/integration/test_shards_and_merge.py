@@ -16,6 +16,7 @@ from clonebench.core.errors import ClonebenchError
 from clonebench.data.selection import shard_of
 from clonebench.runs.merge import merge
 from clonebench.runs.pipeline import run
+from clonebench.runs.status import summarise
 from clonebench.standin import running_standin
 from tests.conftest import REPO, compose
 
@@ -65,6 +66,8 @@ def test_merges_of_1_2_3_shards_are_identical(sweeps):
     manifests = {c: comparable(json.loads((d / "run_manifest.json").read_text())) for c, d in merged.items()}
     assert manifests[1]["status"] == "generated" and len(manifests[1]["samples"]) == 8
     assert manifests[1] == manifests[2] == manifests[3]
+    for d in merged.values():  # the merged journal ends like a finished run's, so status reads it as one
+        assert summarise(d)["status"] == "generated"
     metrics = {c: json.loads((d / "metrics.json").read_text()) for c, d in merged.items()}
     assert metrics[1] == metrics[2] == metrics[3] and metrics[1]["metrics"]["sim"]["n_valid"] == 8
     csvs = {c: (d / "generation_sample_metrics.csv").read_text().replace(str(d), "<run>") for c, d in merged.items()}

@@ -144,7 +144,7 @@ def _write(out: Path, sweep: Path, shards: list[Shard], everything, owner: dict,
         verdicts = [m.get("seed_honoured") for m in manifests]
         merged["seed_honoured"] = False if False in verdicts else None if None in verdicts else True
     atomic_write_json(out / MANIFEST_NAME, merged)
-    _merge_journals(shards, everything, owner, out)
+    _merge_journals(shards, everything, owner, out, status, merged["counts"])
     merge_metrics(shards, everything, settings, out)
     atomic_write_json(out / MERGE_RECORD, {"sweep": os.path.abspath(sweep), "shards": [s.name for s in shards],
                                            "superseded": {s.name: [p.name for p in s.superseded]
@@ -205,10 +205,15 @@ def _place(work: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _merge_journals(shards: list[Shard], everything, owner: dict, out: Path) -> None:
+def _merge_journals(shards: list[Shard], everything, owner: dict, out: Path, status: str, counts: dict) -> None:
+    """Each pair's events from the shard that owns it, in manifest order, then one ``run_end`` with the merged
+    status: the shards' own run_end events describe each job, not the merged run (``clonebench status`` reads it)."""
     events = {s.name: [e for e in read_events(s.folder / JOURNAL_NAME) if e.get("sample_id")] for s in shards}
     lines = []
     for sample in everything:
         lines += [json.dumps(e, ensure_ascii=False) for e in events[owner[sample.sample_id].name]
                   if e["sample_id"] == sample.sample_id]
+    ends = [e["ts"] for s in shards for e in read_events(s.folder / JOURNAL_NAME) if e.get("event") == "run_end"]
+    lines.append(json.dumps({"event": "run_end", "ts": max(ends, default=0.0), "status": status, "counts": counts,
+                             "error": None, "merged_from": [s.name for s in shards]}, ensure_ascii=False))
     atomic_write_text(out / JOURNAL_NAME, "".join(line + "\n" for line in lines))
