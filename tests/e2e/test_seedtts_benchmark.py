@@ -82,7 +82,7 @@ def test_generate_score_and_report_every_test_set(tmp_path, checkpoints):
     with open(runs["test-en"] / "generation_sample_metrics.csv", newline="") as handle:
         made = [(r["pair_id"], r["generated_audio"]) for r in csv.DictReader(handle)]
     for pair_id, audio in made[:-1]:
-        shutil.copyfile(audio, folder / f"{pair_id}.wav")
+        shutil.copyfile(runs["test-en"] / audio, folder / f"{pair_id}.wav")  # recorded relative to the run
     scored = subprocess.run(
         [sys.executable, "-m", "clonebench.cli.main", "score", "--manifest", str(lists["test-en"]), "--generated",
          str(folder), "--output", str(tmp_path / "scored"), "--config-name", "demo", metrics_for("test-en"),

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +37,7 @@ def run_shards(tmp, data, url, count, sweep_name):
 
 def comparable(manifest: dict) -> dict:
     out = json.loads(json.dumps(manifest))
+    out.pop("shards")  # each shard's own record (folder, index, timestamps, provenance)
     for row in out["samples"]:
         for key in VOLATILE_SAMPLE_FIELDS:
             row.pop(key, None)
@@ -84,8 +86,11 @@ def test_missing_and_overlapping_shards_are_refused(sweeps, tmp_path):
     partial = tmp_path / "partial"
     shutil.copytree(sweeps[3] / "0", partial / "0")
     shutil.copytree(sweeps[3] / "1", partial / "1")
-    with pytest.raises(ClonebenchError, match="shards miss"):
+    with pytest.raises(ClonebenchError, match="shards miss") as refused:
         merge(partial)
+    assert "absent: [2]" in str(refused.value)
+    assert "shard 2: python run_vc.py" in str(refused.value) and "vc.shard.index=2 " in str(refused.value)
+    assert f"hydra.run.dir={partial / '2'}" in str(refused.value)
     overlap = tmp_path / "overlap"
     shutil.copytree(sweeps[2] / "0", overlap / "0")
     shutil.copytree(sweeps[3] / "0", overlap / "1")
@@ -116,7 +121,7 @@ def test_a_real_multirun_with_hydra_launchers(tmp_path, dataset, launcher):
 
 def test_one_shard_with_an_unhonoured_seed_makes_the_merged_run_unseeded(sweeps):
     """Each shard's gate probes its own server: the merged run claims an honoured seed only if every shard's did.
-    (The sweep is edited in place and restored: a copy would move its audio outside the shards' recorded paths.)"""
+    (The sweep is edited in place and restored.)"""
     sweep = sweeps[2]
     verdicts = [json.loads((sweep / name / "run_manifest.json").read_text()).get("seed_honoured") for name in ("0", "1")]
     assert json.loads((merge(sweep) / "run_manifest.json").read_text())["seed_honoured"] == verdicts[0]
@@ -128,3 +133,22 @@ def test_one_shard_with_an_unhonoured_seed_makes_the_merged_run_unseeded(sweeps)
     finally:
         shard.write_text(original)
         merge(sweep)
+
+
+def test_a_copied_sweep_merges_from_a_relative_path_and_an_unscored_shard_is_named(sweeps, tmp_path, monkeypatch):
+    """The CSVs record paths relative to their run, so a copy of the sweep merges from the relative path Hydra prints;
+    the merged CSV names the merged run's own WAVs; a shard without scores is named, with the command that scores it."""
+    import csv
+
+    sweep = tmp_path / "copied"
+    shutil.copytree(sweeps[2], sweep, ignore=shutil.ignore_patterns("merged"))
+    monkeypatch.chdir(tmp_path)
+    merged = merge(Path("copied"))
+    with open(merged / "generation_sample_metrics.csv", newline="") as handle:
+        audio = [row["generated_audio"] for row in csv.DictReader(handle)]
+    assert len(audio) == 8 and all(a.startswith("generated_audio/") and (merged / a).is_file() for a in audio)
+    assert json.loads((merged / "scoring_manifest.json").read_text())["source_run"]["run_dir"] == "."
+    (sweep / "1" / "generation_sample_metrics.csv").unlink()
+    with pytest.raises(ClonebenchError, match=r"shard\(s\) 1 have no generation_sample_metrics.csv") as refused:
+        merge(Path("copied"))
+    assert f"+vc.evaluation.generated_audio_dir={sweep / '1' / 'generated_audio'}" in str(refused.value)

@@ -18,10 +18,12 @@ predicted MOS.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_text
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.redact import shown
 from clonebench.report.paper import COLUMNS, csv_text, latex, markdown, paper_rows, run_rows
 
 
@@ -55,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     runs = [path for path in args.runs if not is_suite_dir(path)]
     timings = [load_timing(path) for path in runs if is_timing_run(path)]
     views = [load_view(path) for path in runs if not is_timing_run(path)]
+    for view in views:  # recorded files missing, or old absolute paths read inside the run folder given
+        for note in view.notes:
+            print(f"note: {shown(note)}", file=sys.stderr)
     if not views and not suites:
         raise ClonebenchError("only timing runs given: add the evaluated quality run(s) of the same pairs and server")
     partial_suites = [str(s.suite_dir) for s in suites if s.status != "complete"]

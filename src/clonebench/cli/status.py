@@ -65,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     say = lambda *fields: print("".join(shown(f) for f in fields))  # noqa: E731 - one escaped line
     say("run      ", summary["run_dir"])
     if "status" not in summary:  # an evaluate-only run
-        say("source   ", summary["scoring"].get("source_run"))
+        gone = summary["scoring"].get("source_run_present") is False
+        say("source   ", summary["scoring"].get("source_run"),
+            " (not found: moved or deleted; its audio cannot be re-read)" if gone else "")
         _say_scoring(say, summary["scoring"])
         return 0
     say("status   ", summary["status"])

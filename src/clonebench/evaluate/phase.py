@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clonebench.core.hashing import HashCache
+from clonebench.core.runpaths import recorded
 from clonebench.evaluate import overlap
 from clonebench.evaluate.base import ScoreItem
 from clonebench.evaluate.cache import MetricCache
@@ -37,11 +38,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _row(req: Requested) -> dict:
+def _row(req: Requested, run_dir: Path) -> dict:
+    """One CSV row; the generated clip is recorded relative to ``run_dir`` when it lies inside it (a run can move:
+    ``core/runpaths.py``), the dataset's target as it is."""
     s, o = req.sample, req.outcome
     return {"sample_id": s.sample_id, "pair_id": s.pair_id, "speaker_id": s.speaker_id,
             "generation_status": o.status.value if o else "pending",
-            "generated_audio": str(req.item.generated_path) if req.item else None,
+            "generated_audio": recorded(run_dir, req.item.generated_path) if req.item else None,
             "generated_sha256": o.audio_sha256 if o else None,
             "target_audio": str(s.target.path) if s.target.path else None, "target_sha256": s.target.sha256,
             "target_text": s.row.target_text, "language": s.row.target_language,
@@ -118,7 +121,9 @@ def run_evaluations(settings: ScoringSettings, jobs: list[EvaluationJob]) -> lis
             if job.requested is None:
                 job.requested, job.source = load_requested(job.source_run, job.samples)
             job.cache = MetricCache(job.run_dir, evaluation.cache_dir)
-            job.rows = {r.sample.sample_id: _row(r) for r in job.requested}
+            if isinstance(job.source, dict) and isinstance(job.source.get("run_dir"), str):
+                job.source = {**job.source, "run_dir": recorded(job.run_dir, job.source["run_dir"])}
+            job.rows = {r.sample.sample_id: _row(r, job.run_dir) for r in job.requested}
         for job in jobs:  # clips longer than evaluation.max_clip_seconds: refused before any scorer loads
             refuse_long_clips(job.items, _protocol(settings, job).max_clip_seconds)
         if evaluation.cpu_threads:

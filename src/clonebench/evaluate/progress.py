@@ -18,6 +18,7 @@ from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.runpaths import recorded
 from clonebench.core.untrusted import UntrustedFileError, read_json
 
 PROGRESS_NAME = "scoring_progress.json"
@@ -40,7 +41,8 @@ class ScoringProgress:
             os.close(self._fd)
             raise ClonebenchError(f"{run_dir} is being scored by another clonebench process; score into a new run "
                                   "directory (the metric cache is shared)") from None
-        self.state = {"schema": SCHEMA, "state": "preparing", "pid": os.getpid(), "source_run": str(source_run),
+        self.state = {"schema": SCHEMA, "state": "preparing", "pid": os.getpid(),
+                      "source_run": recorded(run_dir, source_run),
                       "started_at": time.time(), "updated_at": time.time(),
                       "groups": {g: {"state": "waiting", "total": None, "cached": 0, "scored": 0,
                                      "scorer_fingerprint": None} for g in groups}}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from clonebench.core.atomic import atomic_write_json
+from clonebench.core.dict_diff import leaf_differences
 from clonebench.core.errors import ClonebenchError
 from clonebench.data.identity import digest
 from clonebench.data.manifest import Selection
@@ -119,15 +120,8 @@ def request_record(system: System, pair_sets: list[PairSet], scoring_config: dic
             "pair_sets": [p.origin for p in pair_sets], "scoring": scoring_config}
 
 
-def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += _differences(a, b, f"{prefix}{key}.")
-        elif a != b:
-            out.append(f"{prefix}{key}: {a!r} then, {b!r} now")
-    return out
+def _differences(old: dict, new: dict) -> list[str]:
+    return [f"{key}: {a!r} then, {b!r} now" for key, a, b in leaf_differences(old, new)]
 
 
 def prepare_output(system: System, request: dict, resume: bool) -> None:

@@ -29,6 +29,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.runpaths import recorded
 from clonebench.data.identity import digest
 from clonebench.evaluate.phase import EvaluationJob, run_evaluations
 from clonebench.external.pair_sets import PairSet
@@ -152,7 +153,7 @@ def _derived_jobs(k: int, settings, suite: Suite, system: System, record: SuiteR
                                   system.out_dir / TASKS_DIR / task.name, settings.evaluation,
                                   task_header(header, suite, task.name, None))
         record.task(task.name, derived_from=str(task.derived_from), reason=reason,
-                    run_dir=str(job.run_dir) if job else None)
+                    run_dir=recorded(system.out_dir, job.run_dir) if job else None)  # tasks/<name>
         if job is not None:
             jobs.append(_Job(k, task.name, job))
     return jobs

@@ -13,6 +13,7 @@ from pathlib import Path
 from clonebench.core.confine import inside
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
+from clonebench.core.runpaths import generation_run
 from clonebench.core.untrusted import read_json
 from clonebench.generate.journal import MAX_RUN_RECORD_BYTES
 
@@ -54,12 +55,13 @@ def generation_dir(run_dir: Path) -> Path:
         source = source_run.get("run_dir") if isinstance(source_run, dict) else None
         if source is not None and not isinstance(source, str):
             raise ClonebenchError(f"{scoring}: source_run.run_dir is not a string; give the generation run directory")
-        if source and (Path(source) / "run_manifest.json").is_file():
-            return Path(source)
+        found = generation_run(run_dir, source_run)  # relative to run_dir, or the run itself moved (core/runpaths.py)
+        if (found / "run_manifest.json").is_file():
+            return found
         if (run_dir / "run_manifest.json").is_file():
             return run_dir
-        raise ClonebenchError(f"{scoring}: its source_run.run_dir {source!r} has no run_manifest.json; "
-                              "give the generation run directory")
+        raise ClonebenchError(f"{scoring}: its source_run.run_dir {source!r} has no run_manifest.json (moved or "
+                              "deleted?); give the generation run directory")
     if not (run_dir / "run_manifest.json").is_file():
         raise ClonebenchError(f"{run_dir}: no run_manifest.json or scoring_manifest.json; give a run directory "
                               "(results/<run_name>/<stamp>-<id>)")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.core.cells import as_number
+from clonebench.core.runpaths import generation_run, run_files
 from clonebench.evaluate.registry import UNVERIFIED
 from clonebench.report.tables import ResultTable, load_run
 
@@ -25,6 +26,7 @@ class RunView:
     generation: dict                     # run_manifest.json of the generation run ({} if missing)
     scoring: dict                        # scoring_manifest.json
     samples: dict[str, dict] = field(default_factory=dict)  # pair_id -> CSV row + prompt/target/generated paths
+    notes: list[str] = field(default_factory=list)  # recorded files missing, old absolute paths read in this folder
 
     @property
     def label(self) -> str:
@@ -43,7 +45,8 @@ def _dataset_root(generation: dict) -> Path | None:
 def load_view(run_dir: Path) -> RunView:
     table = load_run(run_dir)
     scoring = json.loads((Path(run_dir) / "scoring_manifest.json").read_text(encoding="utf-8"))
-    source = Path(scoring["source_run"]["run_dir"])
+    source = generation_run(run_dir, scoring.get("source_run"))
+    files = run_files(run_dir, scoring.get("source_run"), f"{Path(run_dir) / 'generation_sample_metrics.csv'}")
     manifest_path = source / "run_manifest.json"
     generation = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
     root = _dataset_root(generation)
@@ -57,8 +60,12 @@ def load_view(run_dir: Path) -> RunView:
             "prompt_path": prompt if prompt and prompt.is_file() else None,
             "prompt_sha256": sample.get("prompt_sha256"),
             "target_path": Path(row["target_audio"]) if row.get("target_audio") else None,
-            "generated_path": Path(row["generated_audio"]) if row.get("generated_audio") else None,
+            "generated_path": files.locate(row.get("generated_audio")),
         }
+    view.notes += [n for n in (files.missing_note(len(table.rows)), files.rebased_note()) if n]
+    if root is not None and not root.is_dir():
+        view.notes.append(f"{run_dir}: the dataset folder {root} its prompts and targets came from is not here; "
+                          "their clips are shown as not available")
     return view
 
 

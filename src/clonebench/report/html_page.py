@@ -189,7 +189,7 @@ def write_html_report(views: list[RunView], rows: list[dict], out_dir: Path, cop
 {_comparison(views)}
 <h2 id="samples">Samples</h2><p class="legend">{legend}. Click a column header to sort{"; rows with failure flags come first (failed, then by number of flags); hover a flag for its rule" if failures else ""}; in the transcripts,
 <del>struck</del> words are reference words the hypothesis missed or replaced, <ins>marked</ins> words are what it said instead
-(after the run's WER normalisation).</p>{failure_summary_html(views)}
+(after the run's WER normalisation).</p>{"".join(f'<p class="note">{escape(n)}</p>' for v in views for n in v.notes)}{failure_summary_html(views)}
 <div class="controls"><label>speaker <select id="speaker"><option value="">all</option>{options}</select></label>
 <button id="worst-sim" type="button">lowest SIM first</button><button id="worst-wer" type="button">highest WER first</button>
 {_failure_controls(views)}

@@ -10,6 +10,7 @@ from pathlib import Path
 from clonebench.core.cells import as_number
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import escape_terminal
+from clonebench.core.runpaths import generation_run
 from clonebench.data.identity import digest
 from clonebench.evaluate.progress import read_progress, unfinished_reason
 from clonebench.evaluate.registry import ALSO_NEEDS
@@ -71,7 +72,7 @@ def load_run(run_dir: Path) -> ResultTable:
     metrics = json.loads(needed[2].read_text())
     with open(needed[0], newline="", encoding="utf-8") as handle:
         rows = [dict(r) for r in csv.DictReader(handle)]
-    source = Path(scoring["source_run"]["run_dir"])
+    source = generation_run(run_dir, scoring.get("source_run"))
     generation = json.loads((source / "run_manifest.json").read_text()) if (source / "run_manifest.json").is_file() else {}
     prompts = {s["sample_id"]: s.get("prompt_sha256") for s in generation.get("samples", [])}
     for row in rows:

@@ -1,117 +1,107 @@
 """Merging the shard runs of one sweep into one run that does not depend on the shard count.
 
-Every shard must come from the same config (but the shard keys) and generation fingerprint; together they
-must hold every selected pair exactly once. The merged ``run_manifest.json`` lists the samples in manifest
-order with the shards' outcomes; audio is hard-linked (or copied) and re-hashed; the journal holds each
-sample's events in manifest order; evaluated shards give one ``generation_sample_metrics.csv`` and a
-``metrics.json`` recomputed over all rows. What depends on the sharding (the shard folders) goes to
-``merge.json`` only, so merging 1, 2 or 3 shards gives the same manifest but for timestamps and paths.
+Every shard must come from the same run-defining config (``merge_shards.NOT_RUN_DEFINING`` are not compared) and
+generation fingerprint, and be finished; a resumed shard in the sweep stands for the runs of its resume chain;
+together they must hold every selected pair exactly once. The merged ``run_manifest.json`` lists the samples in
+manifest order with the shards' outcomes; audio is hard-linked (or copied) and re-hashed; the journal holds each
+sample's events in manifest order; evaluated shards give one ``generation_sample_metrics.csv`` (paths relative to
+the merged run) and a ``metrics.json`` recomputed over all rows (``merge_metrics.py``). What is each shard's own
+(folder, index, status, resume chain, provenance such as a cluster job's) is listed under ``shards``, and the sweep
+in ``merge.json``, so merging 1, 2 or 3 shards gives the same manifest but for those and timestamps.
+The merge is written into a hidden folder beside the output and renamed into place when complete.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import logging
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from clonebench.core.atomic import atomic_write_json, atomic_write_text
-from clonebench.core.cells import as_number
+from clonebench.core.atomic import atomic_write_json, atomic_write_text, fsync_dir
 from clonebench.core.confine import inside
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_file
-from clonebench.core.untrusted import UntrustedFileError, read_text
 from clonebench.data.identity import input_fingerprint
-from clonebench.generate.journal import (
-    JOURNAL_NAME,
-    MANIFEST_NAME,
-    read_events,
-    read_record,
-    record_problem,
-    samples_problem,
+from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, read_events
+from clonebench.runs.merge_metrics import merge_metrics
+from clonebench.runs.merge_shards import (
+    MERGE_RECORD,
+    Shard,
+    check_configs,
+    check_finished,
+    missing_shard_command,
+    read_shards,
+    shard_dirs,
 )
 
+__all__ = ["merge", "shard_dirs"]
+log = logging.getLogger(__name__)
+
 VOLATILE = ("created_at", "updated_at", "finished_at", "run_dir", "config_source")
-
-
-def shard_dirs(sweep: Path) -> list[Path]:
-    found = sorted((p.parent for p in Path(sweep).glob(f"*/{MANIFEST_NAME}") if p.parent.name != "merged"),
-                   key=lambda p: (len(p.name), p.name))
-    if not found:
-        raise ClonebenchError(f"{sweep}: no shard runs (subfolders with {MANIFEST_NAME})")
-    return found
-
-
-MAX_SAMPLE_METRICS_BYTES = 512 * 1024 * 1024  # a shard's generation_sample_metrics.csv larger than this is refused
-_FIX = "restore it (clonebench writes it) or re-run that shard"
-
-
-def _shard_record(path: Path, spec: dict, required: tuple[str, ...] = ()) -> dict:
-    record = read_record(path, ClonebenchError, _FIX)
-    problem = record_problem(record, spec) or next((f"no {key!r}" for key in required if record.get(key) is None),
-                                                   None)
-    if problem:
-        raise ClonebenchError(f"run record {path}: {problem}; {_FIX}")
-    return record
-
-
-def _shard_manifest(path: Path) -> dict:
-    manifest = _shard_record(path, {"config": (dict,), "config.vc": (dict,), "fingerprints": (dict,),
-                                    "fingerprints.generation": (str,), "shard": (dict,), "shard.count": (int,), "errors": (list,)},
-                             ("config", "samples"))
-    problem = samples_problem(manifest["samples"])
-    if not problem and not all(isinstance(e, str) for e in manifest.get("errors") or []):
-        problem = "'errors' must be a list of strings"
-    if not problem and any(s.get("status") is None for s in manifest["samples"]):
-        problem = "a sample has no 'status'"
-    if problem:
-        raise ClonebenchError(f"run record {path}: {problem}; {_FIX}")
-    return manifest
-
-
-def _normalised_config(manifest: dict) -> dict:
-    config = json.loads(json.dumps(manifest["config"]))
-    config.get("vc", {}).pop("shard", None)
-    return config
+# a shard's own facts (where and how it ran): listed per shard in the merged manifest's "shards", never merged
+PER_SHARD = ("shard", "resume_origin", "resumed_from", "cluster", "provenance", "run_dir", "config_source",
+             "created_at", "finished_at", "status", "counts")
+MERGED_OWN = ("samples", "counts", "errors", "sample_errors", "status", "shard", "fingerprints", "config", "shards")
 
 
 def merge(sweep: Path, output: Path | None = None) -> Path:
+    """Merge the shards of ``sweep`` into ``output`` (default ``sweep/merged``). Everything is written into a
+    hidden folder beside the output and renamed into place when complete: a refusal or a crash leaves the output
+    as it was (an earlier merge is replaced only by a complete one)."""
     from clonebench.config.settings import read_settings
     from clonebench.data.selection import load_all_samples
 
-    shards = shard_dirs(sweep)
-    manifests = [_shard_manifest(d / MANIFEST_NAME) for d in shards]
-    configs = [_normalised_config(m) for m in manifests]
-    if any(c != configs[0] for c in configs):
-        raise ClonebenchError(f"{sweep}: the shards ran with different configs (beyond vc.shard); merge one sweep only")
-    generations = {m.get("fingerprints", {}).get("generation") for m in manifests}
-    if len(generations) != 1 or None in generations:
-        raise ClonebenchError(f"{sweep}: the shards' generation fingerprints differ or are missing: {generations}")
-    counts = {m.get("shard", {}).get("count") for m in manifests}
-    settings = read_settings(OmegaConf.create(configs[0]), f"{shards[0] / MANIFEST_NAME} (config)")
+    sweep = Path(sweep)
+    out = Path(output) if output else sweep / "merged"
+    _check_output(out)
+    shards = read_shards(sweep, exclude=out)
+    config = check_configs(sweep, shards)
+    check_finished(sweep, shards)
+    counts = {s.manifest["shard"].get("count") for s in shards}
+    settings = read_settings(OmegaConf.create(config), f"{shards[0].folder / MANIFEST_NAME} (config)")
     everything = load_all_samples(settings)
-    owner: dict[str, Path] = {}
+    owner: dict[str, Shard] = {}
     rows: dict[str, dict] = {}
-    for shard, manifest in zip(shards, manifests):
-        for row in manifest["samples"]:
+    for shard in shards:
+        for row in shard.manifest["samples"]:
             if row["sample_id"] in owner:
-                raise ClonebenchError(f"{sweep}: sample {row['pair_id']} is in both {owner[row['sample_id']].name} and "
-                                      f"{shard.name} (overlapping shards; counts seen: {sorted(map(str, counts))})")
+                raise ClonebenchError(f"{sweep}: sample {row['pair_id']} is in both shard {owner[row['sample_id']].name}"
+                                      f" and shard {shard.name} (overlapping shards; counts seen: "
+                                      f"{sorted(map(str, counts))}); move the shard that does not belong to this "
+                                      "sweep out of the folder")
             owner[row["sample_id"]] = shard
             rows[row["sample_id"]] = row
     missing = [s.pair_id for s in everything if s.sample_id not in owner]
     extra = sorted(set(owner) - {s.sample_id for s in everything})
     if missing or extra:
-        raise ClonebenchError(f"{sweep}: shards miss {len(missing)} pair(s) {missing[:5]} and hold {len(extra)} unknown; "
-                              "run the missing shards (or resume them) before merging")
-    out = Path(output) if output else Path(sweep) / "merged"
-    sources = {sid: inside(owner[sid], row["audio_path"], f"{owner[sid] / MANIFEST_NAME} ({row.get('pair_id')})")
+        present = sorted({s.manifest["shard"].get("index") for s in shards}, key=str)
+        count = next(iter(counts)) if len(counts) == 1 else None
+        absent = [i for i in range(count) if i not in present] if isinstance(count, int) else []
+        fixes = [f"  shard {i}: {missing_shard_command(sweep, shards[0], i)}" for i in absent] or [
+            f"  python run_vc.py ... vc.shard.count={count} vc.shard.index=<i> hydra.run.dir={os.path.abspath(sweep)}/<i>"]
+        raise ClonebenchError(
+            f"{sweep}: shards miss {len(missing)} pair(s) {missing[:5]} and hold {len(extra)} unknown "
+            f"(shard indices present: {present}{f'; absent: {absent}' if absent else ''}); run the missing shard(s) "
+            "into this sweep folder, then merge again:\n" + "\n".join(fixes))
+    sources = {sid: inside(owner[sid].folder, row["audio_path"], f"{owner[sid].folder / MANIFEST_NAME} ({row.get('pair_id')})")
                for sid, row in rows.items() if row.get("audio_path")}  # every path checked before anything is written
-    _replaceable(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=out.parent))
+    try:
+        _write(work, sweep, shards, everything, owner, rows, sources, config, settings, counts)
+        _place(work, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _write(out: Path, sweep: Path, shards: list[Shard], everything, owner: dict, rows: dict, sources: dict,
+           config: dict, settings, counts: set) -> None:
     (out / "generated_audio").mkdir(parents=True)
     ordered = []
     for sample in everything:
@@ -119,9 +109,10 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
         row.pop("reused_from", None)
         if row.get("audio_path"):
             source = sources[sample.sample_id]
-            dest = inside(out, row["audio_path"], f"{owner[sample.sample_id] / MANIFEST_NAME} ({row.get('pair_id')})")
+            where = f"{owner[sample.sample_id].folder / MANIFEST_NAME} ({row.get('pair_id')})"
+            dest = inside(out, row["audio_path"], where)
             if dest.exists() or dest.is_symlink():
-                raise ClonebenchError(f"{dest}: two samples name the same audio_path {row['audio_path']!r}; the "
+                raise ClonebenchError(f"{where}: two samples name the same audio_path {row['audio_path']!r}; the "
                                       "shard manifests were edited")
             dest.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -129,15 +120,17 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
             except OSError:
                 shutil.copyfile(source, dest)
             if sha256_file(dest) != row["audio_sha256"]:
-                raise ClonebenchError(f"{source} changed since it was generated (sha256 differs from its journal)")
+                raise ClonebenchError(f"{source} changed since it was generated (sha256 differs from its journal); "
+                                      f"resume shard {owner[sample.sample_id].name} to make it again")
         ordered.append(row)
     statuses = [r["status"] for r in ordered]
     generated = statuses.count("generated")
     status = "generated" if generated == len(ordered) else "partial" if generated else "failed"
+    manifests = [s.manifest for s in shards]
     base = manifests[0]
-    merged = {k: v for k, v in base.items() if k not in VOLATILE + ("samples", "counts", "errors", "sample_errors",
-                                                                    "status", "shard", "fingerprints", "config")}
-    merged.update(config=configs[0], status=status,
+    merged = {k: v for k, v in base.items() if k not in VOLATILE + PER_SHARD + MERGED_OWN
+              and all(m.get(k) == v for m in manifests)}
+    merged.update(config=config, status=status,
                   fingerprints={"input": input_fingerprint(everything), "generation": base["fingerprints"]["generation"]},
                   counts={s: statuses.count(s) for s in sorted(set(statuses))},
                   errors=sorted({e for m in manifests for e in m.get("errors", [])}),
@@ -145,109 +138,77 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
                                                                  "error_class": r.get("error_class"),
                                                                  "error": r.get("error")}]
                                  if r["status"] == "generation_failed"],
+                  shards=[_shard_entry(s, manifests) for s in shards],
                   samples=ordered)
     if any("seed_honoured" in m for m in manifests):  # each shard probed its own server: honoured only if all were
         verdicts = [m.get("seed_honoured") for m in manifests]
         merged["seed_honoured"] = False if False in verdicts else None if None in verdicts else True
     atomic_write_json(out / MANIFEST_NAME, merged)
     _merge_journals(shards, everything, owner, out)
-    _merge_metrics(shards, everything, owner, settings, out)
-    atomic_write_json(out / "merge.json", {"sweep": str(sweep), "shards": [str(s) for s in shards],
+    merge_metrics(shards, everything, settings, out)
+    atomic_write_json(out / MERGE_RECORD, {"sweep": os.path.abspath(sweep), "shards": [s.name for s in shards],
+                                           "superseded": {s.name: [p.name for p in s.superseded]
+                                                          for s in shards if s.superseded},
                                            "shard_count": sorted(map(str, counts)), "samples": len(ordered),
-                                           "config_sources": [m.get("config_source") for m in manifests]})
-    return out
+                                           "config_sources": [s.manifest.get("config_source") for s in shards]})
 
 
-def _replaceable(out: Path) -> None:
-    """Remove an earlier merge output at ``out``; anything else there is refused, never deleted."""
+def _shard_entry(shard: Shard, manifests: list[dict]) -> dict:
+    """A shard's own record in the merged manifest: its folder (relative to the sweep), the runs of its resume chain
+    it stands for, and every top-level block of its manifest that is its own (PER_SHARD, or any other key whose
+    value differs between shards, e.g. a cluster job's provenance)."""
+    own = {k: v for k, v in shard.manifest.items() if k != "run_dir" and (
+        k in PER_SHARD or (k not in MERGED_OWN and any(m.get(k) != v for m in manifests)))}
+    return {"folder": shard.name, "superseded": [p.name for p in shard.superseded], **own}
+
+
+def _check_output(out: Path) -> None:
+    """Refuse an output that is not a merge output; an older merge is replaced (by _place) only once the new one is
+    complete. A ``merged`` folder half-written by an older clonebench (no merge.json; only files a merge writes)
+    is replaced too, and said so."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise ClonebenchError(f"merge output {out} is a file or a link: give a new folder (--output)")
-    if out.is_dir() and any(out.iterdir()):
-        if not (out / "merge.json").is_file():
-            raise ClonebenchError(f"merge output {out} is not a merge output (no merge.json) and not empty: it is left "
-                                  "as it is; give a new folder (--output)")
-        shutil.rmtree(out)
-    elif out.is_dir():
-        out.rmdir()
+    if out.is_dir() and any(out.iterdir()) and not (out / MERGE_RECORD).is_file() and not _stale_merge(out):
+        raise ClonebenchError(f"merge output {out} is not a merge output (no {MERGE_RECORD}) and holds files a merge "
+                              "does not write: it is left as it is; move it away or give a new folder (--output)")
 
 
-def _rebased(value: str, shard: Path, out: Path) -> str:
-    """A shard's scored-WAV path as the same file in the merged run (refused unless inside the shard)."""
-    if not value:
-        return ""
-    path, where = Path(value), f"{shard / 'generation_sample_metrics.csv'} generated_audio"
+MERGE_FILES = {MANIFEST_NAME, JOURNAL_NAME, "generated_audio", "generation_sample_metrics.csv", "metrics.json",
+               "scoring_manifest.json"}
+
+
+def _stale_merge(out: Path) -> bool:
+    """A merge output an older clonebench left half-written (it wrote merge.json last, into the output itself):
+    only the files a merge writes, and WAVs under generated_audio."""
+    if not {p.name for p in out.iterdir()} <= MERGE_FILES:
+        return False
+    return all(p.is_dir() or p.suffix == ".wav" for p in (out / "generated_audio").rglob("*"))
+
+
+def _place(work: Path, out: Path) -> None:
+    """Rename the complete merge ``work`` to ``out``; an earlier merge there is moved aside first and removed after."""
+    old = None
+    if out.is_dir():
+        if not (out / MERGE_RECORD).is_file():
+            log.warning("%s: a merge output without %s (left half-written by an older clonebench) is replaced", out,
+                        MERGE_RECORD)
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
+        os.replace(out, old / out.name)
     try:
-        rel = path.relative_to(shard) if path.is_absolute() else path
-    except ValueError:
-        raise ClonebenchError(f"{where}: {value!r} is outside the shard {shard}") from None
-    inside(shard, rel, where)
-    return str(out / rel)
+        os.rename(work, out)
+    except OSError:
+        if old is not None:
+            os.replace(old / out.name, out)
+        raise
+    fsync_dir(out.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
-def _merge_journals(shards: list[Path], everything, owner: dict, out: Path) -> None:
-    events = {s: [e for e in read_events(s / JOURNAL_NAME) if e.get("sample_id")] for s in shards}
+def _merge_journals(shards: list[Shard], everything, owner: dict, out: Path) -> None:
+    events = {s.name: [e for e in read_events(s.folder / JOURNAL_NAME) if e.get("sample_id")] for s in shards}
     lines = []
     for sample in everything:
-        lines += [json.dumps(e, ensure_ascii=False) for e in events[owner[sample.sample_id]]
+        lines += [json.dumps(e, ensure_ascii=False) for e in events[owner[sample.sample_id].name]
                   if e["sample_id"] == sample.sample_id]
     atomic_write_text(out / JOURNAL_NAME, "".join(line + "\n" for line in lines))
-
-
-def _merge_metrics(shards: list[Path], everything, owner: dict, settings, out: Path) -> None:
-    from clonebench.evaluate.outputs import write_csv
-    from clonebench.stats.utterance import summarise
-
-    scored = [s for s in shards if (s / "generation_sample_metrics.csv").is_file()]
-    if not scored:
-        return
-    if len(scored) != len(shards):
-        raise ClonebenchError(f"only {len(scored)} of {len(shards)} shards were evaluated; evaluate them all first")
-    scorings = [_shard_record(s / "scoring_manifest.json", {"scorers": (dict,)}, ("scorers",)) for s in shards]
-    for shard, scoring in zip(shards, scorings):
-        if not all(isinstance(p, dict) and "fingerprint" in p for p in scoring["scorers"].values()):
-            raise ClonebenchError(f"run record {shard / 'scoring_manifest.json'}: every entry of 'scorers' must be an "
-                                  f"object with a 'fingerprint'; {_FIX}")
-    fingerprints = [{g: p["fingerprint"] for g, p in m["scorers"].items()} for m in scorings]
-    if any(f != fingerprints[0] for f in fingerprints):
-        raise ClonebenchError("the shards were scored differently (scorer fingerprints differ: another device, "
-                              "thread count, batch size or scorer version); re-score them alike before merging")
-    rows = {}
-    for shard in shards:
-        path = shard / "generation_sample_metrics.csv"
-        try:
-            text = read_text(path, max_bytes=MAX_SAMPLE_METRICS_BYTES, follow=False, what="sample metrics")
-            reader = csv.DictReader(io.StringIO(text, newline=""))
-            if not {"sample_id", "generated_audio"} <= set(reader.fieldnames or ()):
-                raise ClonebenchError(f"{path}: no sample_id or generated_audio column; {_FIX}")
-            for row in reader:
-                row.pop(None, None)  # cells beyond the header (a damaged row) are not a column
-                row = {k: "" if v is None else v for k, v in row.items()}
-                row["generated_audio"] = _rebased(row["generated_audio"], shard, out)
-                rows[row["sample_id"]] = row
-        except UntrustedFileError as exc:
-            raise ClonebenchError(f"{exc}; {_FIX}") from None
-        except csv.Error as exc:
-            raise ClonebenchError(f"{path}: not a readable CSV ({exc}); {_FIX}") from None
-    missing = [s.pair_id for s in everything if s.sample_id not in rows]
-    if missing:
-        raise ClonebenchError(f"the shards' generation_sample_metrics.csv miss {len(missing)} sample(s) "
-                              f"{missing[:5]}; re-evaluate those shards")
-    ordered = [rows[s.sample_id] for s in everything]
-    numeric = [{k: as_number(v) for k, v in r.items()} for r in ordered]
-    evaluation = settings.evaluation
-    summary = summarise(numeric, list(evaluation.metrics), len(ordered), evaluation.bootstrap_resamples,
-                        evaluation.confidence, evaluation.bootstrap_seed, evaluation.seed)
-    metrics = [_shard_record(s / "metrics.json", {"reasons": (list,)}, ("reasons",)) for s in shards]
-    reasons = [r for m in metrics for r in m["reasons"]]
-    if not all(isinstance(r, str) for r in reasons):
-        raise ClonebenchError(f"a shard's metrics.json lists a reason that is not a string; {_FIX}")
-    write_csv(out / "generation_sample_metrics.csv", ordered)
-    atomic_write_json(out / "metrics.json", {"status": "complete" if not reasons else "partial", "reasons": sorted(reasons),
-                                             "n_requested": len(ordered), "metrics": summary,
-                                             "scorer_fingerprints": fingerprints[0],
-                                             "input_fingerprint": input_fingerprint(everything),
-                                             "device": scorings[0]["device"]})
-    scoring = {k: v for k, v in scorings[0].items() if k not in ("started_at", "finished_at", "source_run", "cache")}
-    scoring["source_run"] = {"run_dir": str(out), "merged_from_shards": True}
-    atomic_write_json(out / "scoring_manifest.json", scoring)
-

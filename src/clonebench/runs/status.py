@@ -16,6 +16,7 @@ from pathlib import Path
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.records import SampleStatus
 from clonebench.core.redact import register_secret
+from clonebench.core.runpaths import generation_run
 from clonebench.evaluate.cache import count_records
 from clonebench.evaluate.progress import PROGRESS_NAME, read_progress, unfinished_reason
 from clonebench.generate.journal import (
@@ -42,6 +43,9 @@ def scoring_summary(run_dir: Path) -> dict | None:
         if isinstance(entry, dict) and isinstance(entry.get("scorer_fingerprint"), str):
             entry["records_in_run_cache"] = count_records(run_dir, group, entry["scorer_fingerprint"])
     progress["summary"] = unfinished_reason(progress) or f"finished: {progress.get('status')}"
+    if isinstance(progress.get("source_run"), str):  # relative to the run, or absolute (another run, an older run)
+        source = generation_run(run_dir, {"run_dir": progress["source_run"]})
+        progress["source_run_present"] = (source / MANIFEST_NAME).is_file()
     return progress
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
+from clonebench.core.runpaths import generation_run
 from clonebench.core.untrusted import UntrustedFileError, read_text
 from clonebench.generate.journal import (
     MANIFEST_NAME,
@@ -151,7 +152,7 @@ def _generation_manifest(task_dir: Path) -> Path | None:
             "run_dir")
         if not run_dir:
             raise ClonebenchError(f"run record {scoring}: no source_run.run_dir; {_FIX}")
-        source = Path(run_dir) / MANIFEST_NAME
+        source = generation_run(task_dir, {"run_dir": run_dir}) / MANIFEST_NAME  # "." or relative: the task's own run
         if source.is_file():
             return source
     return task_dir / MANIFEST_NAME if (task_dir / MANIFEST_NAME).is_file() else None
@@ -229,12 +230,14 @@ def _evaluation_fingerprint(scorers: dict, resamples: int, confidence: float, se
                    "required_metrics": list(required), "harness": "clonebench"})
 
 
-def derived_result(suite: Suite, task: Task, entry: dict, source: TaskResult | None) -> TaskResult:
-    """A derived task: scored (suite.derived_task) when its run exists, else listed with the reason it is not."""
+def derived_result(suite: Suite, task: Task, entry: dict, source: TaskResult | None, suite_dir: Path) -> TaskResult:
+    """A derived task: scored (suite.derived_task) when its run exists, else listed with the reason it is not. Its run
+    is ``tasks/<name>`` of the suite folder given (recorded relative to it; an older suite's absolute path is not
+    followed, so a moved or copied suite reads its own task)."""
     required = suite.metrics(task)
-    run_dir = entry.get("run_dir")
-    if run_dir and (Path(run_dir) / "metrics.json").is_file():
-        result = read_task(suite, task, Path(run_dir), {})
+    run_dir = suite_dir / TASKS_DIR / task.name if entry.get("run_dir") else None
+    if run_dir and (run_dir / "metrics.json").is_file():
+        result = read_task(suite, task, run_dir, {})
         return result
     requested = source.coverage.get("requested", 0) if source else 0
     result = TaskResult(task, required, "not_scored", reason=entry.get("reason") or "not scored")
@@ -277,7 +280,7 @@ def load_suite_results(suite_dir: Path) -> SuiteResults:
     for task in suite.tasks:
         if task.derived:
             tasks[task.name] = derived_result(suite, task, record["tasks"].get(task.name, {}),
-                                              tasks.get(task.derived_from))
+                                              tasks.get(task.derived_from), suite_dir)
     ordered = [tasks[t.name] for t in suite.tasks]
     model = record.get("suite_model") or record.get("run_name") or suite_dir.name
     results = SuiteResults(suite, suite_dir, record, model, ordered)

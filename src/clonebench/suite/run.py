@@ -28,6 +28,7 @@ from clonebench.config.settings import RunSettings
 from clonebench.core.atomic import atomic_write_text
 from clonebench.core.errors import ConfigError
 from clonebench.core.records import RunStatus
+from clonebench.core.runpaths import recorded
 from clonebench.data.audio_cache import AudioCheckCache
 from clonebench.data.reference_length import check_reference_lengths
 from clonebench.generate.journal import MANIFEST_NAME
@@ -202,7 +203,7 @@ def _derived(run: _SuiteRun, task, source: Path | None, samples: list | None) ->
     job, reason = derived_job(run.suite, task, source, samples, task_dir, run.settings.evaluation,
                               task_header(run.header, run.suite, task.name, None))
     run.record.task(task.name, derived_from=task.derived_from, reason=reason,
-                    run_dir=str(task_dir) if job is not None else None)
+                    run_dir=recorded(run.suite_dir, task_dir) if job is not None else None)  # tasks/<name>
     return [(task.name, job)] if job is not None else []
 
 
