@@ -4,7 +4,8 @@ its state, cluster job id and node, pairs done and left, the log to read and the
 Each shard's state comes from its own run records (``runs/status.py``: the journal, the scoring progress), never
 from the launcher: a shard that caught SIGTERM returns normally, so a scheduler and Hydra call it completed. A
 shard resumed (by hand with ``vc.resume_from``, or by a SLURM requeue, ``runs/requeue.py``) is a chain of folders
-in the sweep; the newest attempt (the one no other attempt resumed from) decides the shard's state. A shard that
+in the sweep; the newest attempt (the one no other attempt resumed from) decides the shard's state, and the next
+command is merge's own (``runs/merge_shards.py``: resume into ``<shard>-resumed``, or run a missing shard). A shard that
 left no folder (cancelled before it started, its node lost) is "not started" when the sweep's shard count says it
 should exist. The array task id of a shard's job is its Hydra job number (``.submitit/<array>_<task>/`` holds its
 scheduler log), which is the shard index for ``'vc.shard.index=range(0,N)'``.
@@ -17,15 +18,14 @@ import shlex
 from pathlib import Path
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.core.untrusted import UntrustedFileError, read_text
 from clonebench.generate.journal import MANIFEST_NAME, read_record
 from clonebench.generate.resume import ORIGIN_KEY
+from clonebench.runs.merge_shards import Shard, missing_shard_command, resume_command
 from clonebench.runs.status import suite_status, summarise
 from clonebench.suite.record import is_suite_dir
 
 MERGED = "merged"
 SUBMITIT = ".submitit"
-MAX_HYDRA_YAML_BYTES = 16 * 1024 * 1024
 DONE_STATES = ("generated", "complete")
 
 
@@ -47,15 +47,6 @@ def _manifest(folder: Path) -> dict:
         return {}
     fix = "restore it (clonebench writes it) or re-run that shard"
     return read_record(folder / MANIFEST_NAME, ClonebenchError, fix)
-
-
-def _yaml(path: Path):
-    import yaml
-
-    try:
-        return yaml.safe_load(read_text(path, max_bytes=MAX_HYDRA_YAML_BYTES, follow=False, what="Hydra record"))
-    except (UntrustedFileError, yaml.YAMLError):
-        return None
 
 
 def _state(summary: dict) -> tuple[str, int | None, int | None]:
@@ -96,23 +87,13 @@ def _job(cluster: dict) -> str | None:
     return cluster.get("job_id")
 
 
-def _command(sweep: Path, folder: Path | None, index: int, attempts: int, template: Path | None) -> str | None:
-    """The command that resumes (or starts) shard ``index``: the job's own config name and overrides (from its
-    ``.hydra`` record, or another shard's for a shard that never started), a new folder of the sweep."""
-    record = (folder or template)
-    if record is None:
-        return None
-    hydra = _yaml(record / ".hydra" / "hydra.yaml") or {}
-    overrides = _yaml(record / ".hydra" / "overrides.yaml")
-    name = ((hydra.get("hydra") or {}).get("job") or {}).get("config_name") if isinstance(hydra, dict) else None
-    if not isinstance(name, str) or not isinstance(overrides, list):
-        return None
-    replaced = ("vc.shard.index", "vc.resume_from")
-    keep = [str(o) for o in overrides if str(o).split("=", 1)[0].lstrip("+~") not in replaced]
-    target = sweep / f"{index}-resume{attempts}"
-    resume = [f"vc.resume_from={folder}"] if folder is not None and (folder / MANIFEST_NAME).is_file() else []
-    return shlex.join(["python", "run_vc.py", "--config-name", name, *keep, f"vc.shard.index={index}", *resume,
-                       f"hydra.run.dir={target}"])
+def _next(sweep: Path, attempt: dict, like: Shard | None) -> str | None:
+    """The command that resumes an unfinished shard into the sweep, or runs again one that left no run record
+    (merge's own commands, runs/merge_shards.py); None where no shard says how the sweep was run."""
+    if attempt["manifest"]:
+        return resume_command(sweep, Shard(attempt["folder"], attempt["manifest"]))
+    index = attempt["shard"].get("index")
+    return missing_shard_command(sweep, like, index) if like is not None and isinstance(index, int) else None
 
 
 def sweep_status(sweep: Path, expected_count: int | None = None) -> dict:
@@ -133,9 +114,10 @@ def sweep_status(sweep: Path, expected_count: int | None = None) -> dict:
         else:
             summary = {"status": "started, no run record (it stopped before writing one)", "generated": 0,
                        "requested": 0}
-        shard = manifest.get("shard") if isinstance(manifest.get("shard"), dict) else {}
+        shard = manifest.get("shard") if isinstance(manifest.get("shard"), dict) else \
+            {"index": int(folder.name)} if folder.name.isdigit() else {}  # no record: its Hydra job number
         origin = manifest.get(ORIGIN_KEY) or (manifest.get("resumed_from") or {}).get("run_dir")
-        attempts.append({"folder": folder, "summary": summary, "shard": shard,
+        attempts.append({"folder": folder, "summary": summary, "shard": shard, "manifest": manifest,
                          "cluster": manifest.get("cluster") if isinstance(manifest.get("cluster"), dict) else {},
                          "origin": os.path.realpath(origin) if isinstance(origin, str) else None,
                          "created_at": manifest.get("created_at") or 0})
@@ -150,6 +132,7 @@ def sweep_status(sweep: Path, expected_count: int | None = None) -> dict:
             root = by_path[root["origin"]]
         key = str(root["shard"].get("index")) if (count or 1) > 1 and "index" in root["shard"] else root["folder"].name
         groups.setdefault(key, []).append(attempt)
+    like = next((Shard(a["folder"], a["manifest"]) for a in attempts if a["manifest"]), None)  # for commands
     shards = []
     for key, chain in groups.items():
         origins = {a["origin"] for a in chain}
@@ -163,17 +146,17 @@ def sweep_status(sweep: Path, expected_count: int | None = None) -> dict:
         shards.append({"shard": index if index is not None else key, "folder": str(attempt["folder"]),
                        "attempts": len(chain), "state": state, "ok": ok, "done": done, "left": left,
                        "job_id": _job(cluster), "node": cluster.get("node"), "log": str(log),
-                       "next": None if ok else _command(sweep, attempt["folder"], index, len(chain), None)})
+                       "next": None if ok else _next(sweep, attempt, like)})
     if count and count > 1:
         present = {s["shard"] for s in shards}
-        template = next((a["folder"] for a in attempts if (a["folder"] / ".hydra").is_dir()), None)
         for index in range(count):
             if index not in present:
                 log = _scheduler_log(sweep, {}, str(index))
                 shards.append({"shard": index, "folder": None, "attempts": 0, "ok": False, "done": 0, "left": None,
                                "state": "not started (no run folder: cancelled before it ran, or its job failed)",
                                "job_id": log.parent.name if log else None, "node": None,
-                               "log": str(log) if log else None, "next": _command(sweep, None, index, 0, template)})
+                               "log": str(log) if log else None,
+                               "next": missing_shard_command(sweep, like, index) if like else None})
     shards.sort(key=lambda s: (not isinstance(s["shard"], int), s["shard"] if isinstance(s["shard"], int) else 0,
                                str(s["shard"])))
     ok = bool(shards) and all(s["ok"] for s in shards)
