@@ -93,8 +93,10 @@ def test_a_relocated_run_works_with_every_subcommand_and_never_touches_the_origi
 
     report = tmp_path / "report"
     assert cli(["report", str(copy), "--format", "html", "--output", str(report), "--copy-audio"]) == 0
-    page, err = (report / "index.html").read_text(), capsys.readouterr().err
+    page, printed = (report / "index.html").read_text(), capsys.readouterr()
+    err = printed.err
     copied = {sha256_file(p) for p in (report / "audio").glob("*.wav")}
+    assert f"audio: {len(copied)} clip(s) copied" in printed.out
     assert set(generated) <= copied and "not available" not in page and "missing" not in err
     assert ("older clonebench" in err) == (how == "old_layout")
     linked = tmp_path / "linked"
@@ -149,3 +151,48 @@ def test_a_moved_score_output_resumes_with_every_score_reused(made, tmp_path, ca
                 "--resume"]) == 0, capsys.readouterr().err
     assert json.loads((moved / task / "scoring_manifest.json").read_text())["cache"]["misses"] == 0
     assert (moved / task / CSV).read_text() == before and not first.exists()
+
+
+def test_a_resume_chain_moved_together_still_resumes_sending_nothing(tmp_path, demo_dataset, standin):
+    """Runs A and B (B resumed A) rsynced elsewhere together: resuming from the moved B reaches the moved A."""
+    from clonebench.core.records import RunStatus
+    from tests.conftest import generate_run
+
+    gate = "adversary.reference_check=false"
+    made = tmp_path / "cluster" / "results"
+    generate_run(tmp_path, demo_dataset, standin.url, gate, "adversary.max_samples=4", run_dir=made / "a")
+    generate_run(tmp_path, demo_dataset, standin.url, gate, "adversary.max_samples=4", f"vc.resume_from={made / 'a'}",
+                 run_dir=made / "b")
+    assert json.loads((made / "b" / "run_manifest.json").read_text())["resumed_from"]["reused"] == 4
+    laptop = tmp_path / "laptop" / "results"
+    laptop.parent.mkdir()
+    os.rename(made, laptop)
+    tts = lambda: [r for r in standin.received if r["path"] == "/v1/tts"]  # noqa: E731
+    sent = len(tts())
+    status, resumed = generate_run(tmp_path, demo_dataset, standin.url, gate, "adversary.max_samples=4",
+                                   f"vc.resume_from={laptop / 'b'}", run_dir=laptop / "c")
+    assert status == RunStatus.GENERATED and len(tts()) == sent  # nothing sent again
+    manifest = json.loads((resumed / "run_manifest.json").read_text())
+    assert manifest["resumed_from"]["chain"] == [str(laptop / "b"), str(laptop / "a")]
+
+
+def test_a_copy_without_its_dataset_says_so(made, tmp_path, capsys):
+    """The dataset (outside the run) is gone on the machine the run was copied to: the report names it."""
+    copy = tmp_path / "copy"
+    shutil.copytree(made, copy)
+    for name in ("run_manifest.json", "scoring_manifest.json"):
+        record = json.loads((copy / name).read_text())
+        record["config"]["dataset"]["root_path"] = str(tmp_path / "no-such-data")
+        (copy / name).write_text(json.dumps(record))
+    with open(copy / CSV, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["target_audio"] = str(tmp_path / "no-such-data" / Path(row["target_audio"]).name)
+    with open(copy / CSV, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert cli(["report", str(copy), "--format", "html", "--output", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "4 of 4 target clip(s) missing" in err and str(tmp_path / "no-such-data") in err
+    assert "the dataset folder" in err and "recorded file(s) missing" not in err  # the run's own clips are there

@@ -40,6 +40,9 @@ def test_old_absolute_paths_are_read_inside_the_given_folder_and_missing_files_a
     assert files.locate(str(original / "generated_audio" / "s" / "gone.wav")).name == "gone.wav"
     assert files.locate("/data/elsewhere/p.wav") == Path("/data/elsewhere/p.wav")  # outside the run: as recorded
     assert files.rebased == 2
+    # an older merge recorded its CSV paths relative to the directory it was run from
+    assert files.locate("results/x/merged/generated_audio/s/a.wav") == (copy / "generated_audio/s/a.wav").resolve()
+    assert files.rebased == 3
     note = files.missing_note(4)
     assert note.startswith("copy's CSV: 2 of 4 recorded file(s) missing") and "gone.wav" in note and "p.wav" in note
     with pytest.raises(OutsideRunError):
@@ -124,3 +127,20 @@ def test_shards_that_differ_beyond_how_they_ran_are_refused_naming_the_shard_and
     _write_shard(sweep / "2", 1, None, seed=2)
     with pytest.raises(ClonebenchError, match=r"shard\(s\) 2 ran with another config than shard 0 \(seed;"):
         check_configs(sweep, read_shards(sweep))
+
+
+def test_status_says_whether_the_scored_run_is_still_there(tmp_path):
+    from clonebench.evaluate.progress import ScoringProgress
+    from clonebench.runs.status import scoring_summary
+
+    source = tmp_path / "generated"
+    source.mkdir()
+    (source / "run_manifest.json").write_text("{}")
+    for scored_in, expected in ((source, "."), (tmp_path / "scored", str(source))):
+        progress = ScoringProgress(scored_in, ["ecapa"], source)
+        progress.finish("complete")
+        progress.close()
+        assert json.loads((scored_in / "scoring_progress.json").read_text())["source_run"] == expected
+        assert scoring_summary(scored_in)["source_run_present"] is True
+    source.rename(tmp_path / "moved-away")
+    assert scoring_summary(tmp_path / "scored")["source_run_present"] is False

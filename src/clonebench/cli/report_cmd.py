@@ -93,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         else:  # suite runs only: no per-sample table
             page = write_suite_page(paper_table(rows, columns), list(suites), args.output, static_text("report.css"))
         print(f"HTML report: {page}")
+        if args.copy_audio:  # content-addressed copies: one file per distinct clip
+            print(f"audio: {len(list((Path(args.output) / 'audio').glob('*.wav')))} clip(s) copied into "
+                  f"{Path(args.output) / 'audio'}")
         return 0
     text = {"md": markdown, "latex": latex, "csv": csv_text}[args.format](rows, columns)
     if args.output:

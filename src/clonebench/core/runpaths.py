@@ -61,6 +61,9 @@ class RunFiles:
                 return "."
             if root in path.parents:
                 return PurePosixPath(*path.relative_to(root).parts).as_posix()
+        return self._anchored(path)
+
+    def _anchored(self, path: Path) -> str | None:
         parts = path.parts
         for index in range(len(parts) - 1, 0, -1):
             if parts[index] in RUN_AUDIO_FOLDERS:  # only when the copy holds it: else a file of another run
@@ -81,6 +84,10 @@ class RunFiles:
                 path = self.run_dir if tail == "." else inside(self.run_dir, tail, self.what)
         else:
             path = self.run_dir if value in (".", "./") else inside(self.run_dir, value, self.what)
+            tail = None if path.exists() else self._anchored(Path(value))
+            if tail is not None:  # an older merge recorded its files relative to the working directory
+                self.rebased += 1
+                path = inside(self.run_dir, tail, self.what)
         if check and not path.exists():
             self.missing.append(str(value))
         return path

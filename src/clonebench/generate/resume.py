@@ -134,8 +134,25 @@ def resume_chain(start: Path) -> list[Path]:
                               f"hold finished samples are unknown; resume from the newest run that has a {MANIFEST_NAME}"
                               f"{hint}") from None
         chain.append(current)
-        current = Path(os.path.realpath(origin)) if origin is not None else None
+        current = _moved(current, Path(os.path.realpath(origin))) if origin is not None else None
     return chain
+
+
+def _moved(run_dir: Path, origin: Path) -> Path:
+    """``origin`` as recorded by ``run_dir``; when it is gone and ``run_dir`` was made beside it (its manifest's
+    ``run_dir``), the sibling of that name: a chain of runs moved or copied together (a results folder rsynced from
+    a cluster) still resumes."""
+    if origin.is_dir():
+        return origin
+    try:
+        made_in = read_json(run_dir / MANIFEST_NAME, max_bytes=MAX_RUN_MANIFEST_BYTES, follow=False,
+                            what="run manifest").get("run_dir")
+    except (UntrustedFileError, AttributeError):
+        return origin
+    sibling = run_dir.parent / origin.name
+    if isinstance(made_in, str) and Path(made_in).parent == origin.parent and sibling.is_dir():
+        return Path(os.path.realpath(sibling))
+    return origin
 
 
 def _check_fingerprints(run_dir: Path, events: list[dict], input_fp: str, generation_fp: str, fields: dict) -> bool:

@@ -63,6 +63,13 @@ def load_view(run_dir: Path) -> RunView:
             "generated_path": files.locate(row.get("generated_audio")),
         }
     view.notes += [n for n in (files.missing_note(len(table.rows)), files.rebased_note()) if n]
+    if not manifest_path.is_file():
+        view.notes.append(f"{run_dir}: the run it scored, {source}, is not here (moved or deleted); its prompts are "
+                          "shown as not available")
+    targets = [str(s["target_path"]) for s in view.samples.values() if s["target_path"] and not s["target_path"].is_file()]
+    if targets:  # outside the run (the dataset, or the clip a derived task transformed): named as recorded
+        view.notes.append(f"{run_dir}: {len(targets)} of {len(view.samples)} target clip(s) missing: "
+                          f"{', '.join(targets[:5])}{', ...' if len(targets) > 5 else ''}")
     if root is not None and not root.is_dir():
         view.notes.append(f"{run_dir}: the dataset folder {root} its prompts and targets came from is not here; "
                           "their clips are shown as not available")

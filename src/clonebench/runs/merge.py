@@ -79,7 +79,7 @@ def merge(sweep: Path, output: Path | None = None) -> Path:
     missing = [s.pair_id for s in everything if s.sample_id not in owner]
     extra = sorted(set(owner) - {s.sample_id for s in everything})
     if missing or extra:
-        present = sorted({s.manifest["shard"].get("index") for s in shards}, key=str)
+        present = sorted({i for s in shards if isinstance(i := s.manifest["shard"].get("index"), int)})
         count = next(iter(counts)) if len(counts) == 1 else None
         absent = [i for i in range(count) if i not in present] if isinstance(count, int) else []
         fixes = [f"  shard {i}: {missing_shard_command(sweep, shards[0], i)}" for i in absent] or [
