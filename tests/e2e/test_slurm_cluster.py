@@ -10,7 +10,8 @@ demo's full metric set is `make demo`'s test). The scancel and requeue sweeps sk
   unsharded run;
 - a time-limit requeue: the signal SLURM sends before a job's limit (``--signal=USR2@signal_delay_s``, here sent
   with ``scancel --signal=USR2`` instead of waiting a minute; with ``timeout_min=1`` submitit counts it as a time
-  limit) makes submitit requeue the job, which resumes its earlier attempt without resending.
+  limit) makes submitit requeue the job, which resumes its earlier attempt without resending; the same when SLURM
+  requeues the running job itself (``scontrol requeue``, as a preemption in REQUEUE mode does).
 """
 
 from __future__ import annotations
@@ -232,7 +233,10 @@ def test_the_resumed_sweep_merges_equal_to_the_unsharded_run(cancelled, workspac
     assert pairs(manifest(workspace / cancelled["sweep"] / "merged")) == unsharded
 
 
-def test_a_time_limit_requeue_resumes_without_resending(slurm_cluster, workspace):
+@pytest.mark.parametrize("stop", ["time_limit", "requeue"])
+def test_a_requeued_shard_resumes_without_resending(slurm_cluster, workspace, stop):
+    """``time_limit``: the signal SLURM sends before the limit, submitit requeues; ``requeue``: SLURM requeues the
+    running job itself (``scontrol requeue``, what a preemption in REQUEUE mode does): SIGTERM, Restarts counted."""
     with running_standin(max_lifetime=600, latency=2.0) as server:
         before = sweeps(workspace)
         command = argv(GENERATE, None, server.url, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=5",
@@ -244,7 +248,8 @@ def test_a_time_limit_requeue_resumes_without_resending(slurm_cluster, workspace
             sweep = Path(os.path.relpath(found.pop(), workspace))
             job = job_of(wait_for_a_pair(workspace / sweep / "0", slurm_cluster, "shard 0's first pair"))
             # what SLURM sends signal_delay_s before the limit (scancel waits while the job requeues: not awaited)
-            signal = subprocess.Popen(["scancel", "--signal=USR2", job], env=slurm_cluster.env)
+            signal = subprocess.Popen(["scancel", "--signal=USR2", job] if stop == "time_limit" else
+                                      ["scontrol", "requeue", job], env=slurm_cluster.env)
             # SLURM holds a requeued job for a while (BeginTime); the test lets it start at once
             slurm_cluster.wait_for(lambda: any(j["id"] == job and j["reason"] == "BeginTime"
                                                for j in slurm_cluster.jobs()), 120, "the job to be requeued")
