@@ -42,4 +42,11 @@ def main(cfg: DictConfig) -> int:
 
 
 if __name__ == "__main__":
-    main()
+    from clonebench.runs.sweep_outcome import finish
+
+    try:
+        main()
+        status = 0
+    except SystemExit as exc:  # Hydra exits 1 when a launcher raised (e.g. a cluster job that left no result)
+        status = exc.code if isinstance(exc.code, int) else 1
+    sys.exit(finish(status))  # a sweep (-m): one line per shard, non-zero if any is unfinished

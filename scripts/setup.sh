@@ -21,11 +21,15 @@ command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)   # openai-whisper reads
 # listening-serve behind the docs' reverse proxies (the tests run only their binaries, never a system service)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need_apt+=(nginx)
 command -v caddy >/dev/null 2>&1 || need_apt+=(caddy)
+# the cluster tests start their own one-node SLURM (munged, slurmctld, slurmd by PID, state in a temp dir)
+for bin in /usr/sbin/slurmctld:slurmctld /usr/sbin/slurmd:slurmd /usr/bin/sbatch:slurm-client /usr/sbin/munged:munge; do
+  [ -x "${bin%%:*}" ] || need_apt+=("${bin##*:}")
+done
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: apt-get install ${need_apt[*]}"
     apt-get update -qq >/dev/null
-    if [ ! -e /usr/sbin/policy-rc.d ]; then   # no package starts a service (nginx, caddy): tests run the binaries
+    if [ ! -e /usr/sbin/policy-rc.d ]; then   # no package starts a service (nginx, caddy, slurm, munge): tests run the binaries
       printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
       trap 'rm -f /usr/sbin/policy-rc.d' EXIT
     fi

@@ -91,6 +91,19 @@ def standin():
         yield server
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real one-node SLURM cluster (munged, slurmctld, slurmd started by PID, tests/slurm_cluster.py); skips with
+    the reason only where it cannot start (not root, the Debian packages missing, slurmd refusing the node)."""
+    from tests.slurm_cluster import ClusterUnavailable, running_cluster
+
+    try:
+        with running_cluster(tmp_path_factory.mktemp("slurm")) as cluster:
+            yield cluster
+    except ClusterUnavailable as exc:
+        pytest.skip(f"no one-node SLURM here: {exc}")
+
+
 def compose(config_name: str = "demo", overrides: list[str] | None = None):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.data.selection import shard_of
+from clonebench.data.selection import shard_members
 from clonebench.evaluate.cache import MetricCache
 from clonebench.evaluate.scoring import run_group
 from tests.conftest import score_item
@@ -66,7 +66,8 @@ def test_values_do_not_depend_on_batch_order_cache_or_shards(items, tmp_path):
     # two shards, each scored on its own, merged
     merged = {group: {} for group in GROUPS}
     for index in range(2):
-        part = [i for i in items if shard_of(i.sample_id, 2) == index]
+        members = shard_members([i.sample_id for i in items], 2, index)
+        part = [i for i in items if i.sample_id in members]
         assert part, "both shards must hold pairs"
         for group, values in score(part, 8, tmp_path / f"shard{index}").items():
             merged[group].update(values)

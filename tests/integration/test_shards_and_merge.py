@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.data.selection import shard_of
+from clonebench.data.selection import shard_members
 from clonebench.runs.merge import merge
 from clonebench.runs.pipeline import run
 from clonebench.runs.status import summarise
@@ -52,13 +52,20 @@ def sweeps(tmp_path_factory, demo_dataset):
         return {count: run_shards(tmp, demo_dataset, server.url, count, f"sweep{count}") for count in (1, 2, 3)}
 
 
-def test_shard_membership_is_stable_and_total(demo_dataset):
-    ids = [json.loads((demo_dataset / "metadata.json").read_text())["pairs"][0]]
-    from clonebench.data.identity import sample_id
-    from clonebench.data.manifest import parse_row
+def test_shards_are_balanced_total_and_stable():
+    """Sorted-id blocks: sizes differ by at most one (a hash modulo gave 5/0/1/2 on 8 pairs), every id in exactly
+    one shard, and the same ids (in any order) give the same shards."""
+    import hashlib
+    import random
 
-    row = parse_row(ids[0], "x", [])
-    assert shard_of(sample_id(row), 3) == int(sample_id(row)[:16], 16) % 3
+    ids = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(8)]
+    for count in (1, 2, 3, 4, 5, 8):
+        shards = [shard_members(ids, count, index) for index in range(count)]
+        assert sorted(len(s) for s in shards)[-1] - sorted(len(s) for s in shards)[0] <= 1
+        assert set().union(*shards) == set(ids) and sum(map(len, shards)) == len(ids)
+        shuffled = random.Random(count).sample(ids, len(ids))
+        assert [shard_members(shuffled, count, index) for index in range(count)] == shards
+    assert [len(shard_members(ids, 4, i)) for i in range(4)] == [2, 2, 2, 2]
 
 
 def test_merges_of_1_2_3_shards_are_identical(sweeps):

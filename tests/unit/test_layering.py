@@ -93,6 +93,6 @@ def test_suite_definitions_load_without_rvcbench_code():
 def test_selection_functions_live_in_data():
     from clonebench.data import selection
 
-    assert {"load_samples", "load_all_samples", "shard_of"} <= set(dir(selection))
+    assert {"load_samples", "load_all_samples", "shard_members"} <= set(dir(selection))
     import clonebench.generate.phase as phase
     assert not hasattr(phase, "load_all_samples")

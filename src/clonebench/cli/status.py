@@ -1,7 +1,7 @@
 """``clonebench status RUN``: a run's (or a suite run's) status, coverage and errors, read by ``runs/status.py``
 from the journal and the evaluate phase's progress. Everything printed comes from files a server's answers
 reached: it is redacted and its control characters are shown as escapes (``clonebench.core.redact.shown``), so an
-error body cannot clear the screen or fake a line.
+error body cannot clear the screen or fake a line. A sweep folder gives every shard's line (``runs/sweep.py``).
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ from pathlib import Path
 
 from clonebench.core.redact import redact_value, shown
 from clonebench.runs.status import suite_status, summarise
+from clonebench.runs.sweep import is_sweep_dir, sweep_lines, sweep_status
 from clonebench.suite.record import is_suite_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", type=Path, help="a run directory results/<run_name>/<stamp>-<id> (or a suite run)")
+    parser.add_argument("run_dir", type=Path, help="a run directory results/<run_name>/<stamp>-<id>, a suite run, or "
+                        "a sweep results/<run_name>/multirun-<stamp>-<id> (each shard: state, job, node, counts, "
+                        "next command)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -34,6 +37,14 @@ def _say_scoring(say, scoring: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_sweep_dir(args.run_dir):
+        summary = redact_value(sweep_status(args.run_dir))
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        else:
+            for line in sweep_lines(summary):
+                print(shown(line))
+        return 0
     if is_suite_dir(args.run_dir):
         summary = redact_value(suite_status(args.run_dir))
         if args.json:

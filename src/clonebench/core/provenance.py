@@ -91,6 +91,23 @@ def environment_provenance() -> dict[str, Any]:
     }
 
 
+# the scheduler facts a run records (manifest key "cluster"), read one by one: never the environment as a whole
+CLUSTER_VARIABLES = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
+                     "array_task_id": "SLURM_ARRAY_TASK_ID", "node": "SLURMD_NODENAME",
+                     "partition": "SLURM_JOB_PARTITION", "submit_host": "SLURM_SUBMIT_HOST",
+                     "restart_count": "SLURM_RESTART_COUNT"}
+MAX_CLUSTER_VALUE = 128  # a longer value is cut: these are ids and host names
+
+
+def cluster_provenance(environ=os.environ) -> dict[str, str] | None:
+    """Where a cluster job ran: SLURM's job id, array job and task, node, partition, submit host and restart count
+    (None outside a SLURM job). Only these named variables are read."""
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+    found = {key: environ[name][:MAX_CLUSTER_VALUE] for key, name in CLUSTER_VARIABLES.items() if environ.get(name)}
+    return {"scheduler": "slurm", **found}
+
+
 def _installed(name: str) -> bool:
     try:
         importlib.metadata.version(name)

@@ -12,9 +12,13 @@ from clonebench.data.hf import build_samples_hf
 from clonebench.data.manifest import Selection, build_samples
 
 
-def shard_of(sample_id: str, count: int) -> int:
-    """The shard a sample belongs to: stable when samples are added (it depends on the sample alone)."""
-    return int(sample_id[:16], 16) % count
+def shard_members(sample_ids: list[str], count: int, index: int) -> set[str]:
+    """The ids of shard ``index`` of ``count``: block ``index`` of the sorted ids, so shards differ in size by at
+    most one pair (a hash modulo the count gave 5/0/1/2 pairs on 8) and no shard is empty while there are at least
+    ``count`` pairs. Membership depends on the selected ids alone: the same manifest and selection give the same
+    shards on every node and every run; adding pairs moves the block boundaries (merge checks the union)."""
+    ordered = sorted(set(sample_ids))
+    return set(ordered[index * len(ordered) // count:(index + 1) * len(ordered) // count])
 
 
 def load_all_samples(settings) -> list[Sample]:
@@ -34,4 +38,7 @@ def load_samples(settings) -> list[Sample]:
     """This job's pairs: the selection, narrowed to shard ``vc.shard.index`` of ``vc.shard.count``."""
     samples = load_all_samples(settings)
     count, index = settings.vc.shard_count, settings.vc.shard_index
-    return samples if count == 1 else [s for s in samples if shard_of(s.sample_id, count) == index]
+    if count == 1:
+        return samples
+    members = shard_members([s.sample_id for s in samples], count, index)
+    return [s for s in samples if s.sample_id in members]

@@ -186,7 +186,8 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
         status = recorder.finish()
         log.info("generation %s: %s", status.value, recorder.counts())
         return recorder
-    except (KeyboardInterrupt, _Terminated) as exc:
+    except (KeyboardInterrupt, _Terminated, SystemExit) as exc:  # SystemExit: submitit requeued the job
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM (a requeue's) must not cut the record short
         recorder.finish(RunStatus.INTERRUPTED, f"interrupted: {exc!r}")
         raise
     except OSError as exc:

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from clonebench.config.settings import RunSettings, read_settings
 from clonebench.core.errors import ClonebenchError, ConfigError
-from clonebench.core.provenance import environment_provenance
+from clonebench.core.provenance import cluster_provenance, environment_provenance
 from clonebench.core.records import RunStatus
 from clonebench.core.redact import install_log_redaction, redact, shown
 from clonebench.core.untrusted import UntrustedFileError, read_bytes
@@ -61,6 +61,9 @@ def run(cfg: DictConfig, run_dir: Path, source: str):
 
     header = {"run_name": settings.run_name, "phase": phase, "config_source": redact(source),
               "config": config_container(cfg), "provenance": environment_provenance()}
+    cluster = cluster_provenance()
+    if cluster is not None:  # a SLURM job: which job, array task and node ran this run (runs/sweep.py reads it)
+        header["cluster"] = cluster
     if settings.suite is not None:
         from clonebench.external.score_suite import external_folder
         from clonebench.suite.run import run_suite
@@ -130,8 +133,11 @@ def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
     Everything shown or logged passes through ``clonebench.core.redact`` (secrets removed, control characters
     escaped); an unexpected error is logged with its (redacted) traceback and reported in one line (exit 3).
     """
+    from clonebench.runs.requeue import being_requeued, requeued_attempt
+
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress bar
     install_log_redaction()
+    cfg, run_dir = requeued_attempt(cfg, run_dir)  # a requeued cluster job resumes its earlier attempt
     redact_hydra_record(run_dir)  # URL credentials at once (a killed run leaves none); registered secrets after
     try:
         try:
@@ -145,6 +151,9 @@ def main(cfg: DictConfig, run_dir: Path, source: str) -> int:
     except Exception as exc:
         from clonebench.generate.phase import _Terminated
 
+        if isinstance(exc, _Terminated) and being_requeued():  # no result: the launcher waits for the next attempt
+            log.warning("terminated (%s) for a SLURM requeue: the requeued job resumes this run", exc)
+            raise SystemExit(128 + 15) from None
         if isinstance(exc, _Terminated):  # SIGTERM: the run is recorded as interrupted and resumable
             log.warning("terminated (%s): resume with vc.resume_from=%s", exc, run_dir)
             print(f"clonebench: terminated ({exc}); resume with vc.resume_from={shown(run_dir)}", file=sys.stderr)
