@@ -16,6 +16,7 @@ COLUMNS = ["sample_id", "pair_id", "speaker_id", "generation_status", "generated
            "emotion_generated", "fail", "failures", "failure_detail", "fm_speech_ratio", "fm_lead_s", "fm_trail_s",
            "fm_span_s", "fm_expected_s", "fm_expected_from", "fm_repeat_s", "fm_clipped_share", "fm_prompt_corr",
            "asr_logprob", "asr_no_speech", "asr_language", "asr_language_prob", "asr_target_prob",
+           "asr_text_logprob",
            "seed_wer_en", "seed_wer_en_sub", "seed_wer_en_del", "seed_wer_en_ins", "seed_hypothesis_en",
            "seed_wer_zh", "seed_wer_zh_sub", "seed_wer_zh_del", "seed_wer_zh_ins", "seed_hypothesis_zh", "seed_sim",
            "generated_duration_s", "target_duration_s",

@@ -34,6 +34,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "asr_no_speech": (0.0, 1.0),
     "asr_language_prob": (0.0, 1.0),
     "asr_target_prob": (0.0, 1.0),
+    "asr_text_logprob": (-math.inf, 0.0),
 }
 BINARY = ("sva", "emotion_match", "fail")  # 0 or 1
 
@@ -42,7 +43,8 @@ BINARY = ("sva", "emotion_match", "fail")  # 0 or 1
 NUMBER, COUNT, TEXT = "a finite number", "a non-negative integer", "a string"
 MAYBE_NUMBER = "a finite number or null"  # null: not measured (no prompt, no rate known, no language identified)
 ASR_VALUES = {"asr_logprob": MAYBE_NUMBER, "asr_no_speech": MAYBE_NUMBER, "asr_language": TEXT,
-              "asr_language_prob": MAYBE_NUMBER, "asr_target_prob": MAYBE_NUMBER}
+              "asr_language_prob": MAYBE_NUMBER, "asr_target_prob": MAYBE_NUMBER,
+              "asr_text_logprob": MAYBE_NUMBER}
 RECORD_VALUES: dict[str, dict[str, str]] = {
     "ecapa": {"sim": NUMBER, "sva": NUMBER},
     "whisper": {"hypothesis": TEXT, "text_rule": TEXT,

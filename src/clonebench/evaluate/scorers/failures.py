@@ -47,8 +47,9 @@ class FailureScorer(Scorer):
     def version(self) -> str:
         from clonebench.failures import thresholds
 
-        return f"clonebench {thresholds.VERSION}: Silero VAD speech, log-mel self-similarity, duration from the " \
-               "prompt's characters per second, clipping share, prompt correlation; ASR flags from the Whisper group"
+        return f"clonebench {thresholds.VERSION}: Silero VAD speech, time-warped MFCC self-similarity, duration " \
+               "from the prompt's characters per second, clipping share, prompt correlation; ASR flags from the " \
+               "Whisper group (transcript against the text, the text's teacher-forced log-probability, language ID)"
 
     def protocol(self) -> dict:
         from clonebench.failures import thresholds, vad
@@ -63,9 +64,10 @@ class FailureScorer(Scorer):
 
     @classmethod
     def source_files(cls) -> list[Path]:
-        from clonebench.failures import copy, flags, measure, text, thresholds, vad
+        from clonebench.failures import copy, flags, loops, measure, text, thresholds, vad
 
-        return [*super().source_files(), *(Path(m.__file__) for m in (copy, flags, measure, text, thresholds, vad))]
+        return [*super().source_files(),
+                *(Path(m.__file__) for m in (copy, flags, loops, measure, text, thresholds, vad))]
 
     def load(self) -> None:
         from clonebench.failures.vad import SileroVad
