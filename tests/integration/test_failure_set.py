@@ -22,7 +22,7 @@ CASES = {
     "babble-00-reversed": ({"babble"}, {"silent", "truncated", "looping"}),
     "babble-01-shuffled": ({"babble"}, {"silent", "looping"}),
     "babble-02-nonsense": ({"babble"}, {"silent", "looping"}),
-    "truncated-01-120wpm-cut30": ({"truncated"}, {"babble", "wrong_language", "overlong", "looping"}),
+    "truncated-01-120wpm-cut50": ({"truncated"}, {"babble", "wrong_language", "overlong", "looping"}),
     "looping-02-resynth-x5": ({"looping"}, {"silent", "truncated", "wrong_language"}),
     "wrong_language-00-other-for-en-fr-fr": ({"wrong_language"}, {"silent", "looping"}),
     "good-07-slow-en-gb-scotland": (set(), ALL),

@@ -45,10 +45,12 @@ THIRTEEN = TWELVE + " falling"  # 13 of 16: 0.81
       "asr_logprob": -1.5, "asr_no_speech": 0.5, "asr_text_logprob": -1.7}, set()),
     # a clip cut short: the text unlikely as a whole, but what it says is the text's start
     ({"hypothesis": HALF, "wer": 0.5, "asr_text_logprob": -4.0}, {"truncated"}),
-    ({"hypothesis": TWELVE, "wer": 0.25}, {"truncated"}),  # on either side of truncated_coverage = 0.8
-    ({"hypothesis": THIRTEEN, "wer": 0.19}, set()),
+    ({"hypothesis": TWELVE, "wer": 0.25, "asr_text_logprob": T.truncated_text_logprob}, {"truncated"}),
+    ({"hypothesis": THIRTEEN, "wer": 0.19, "asr_text_logprob": -2.5}, set()),  # 0.81 of the text: not cut
+    ({"hypothesis": TWELVE, "wer": 0.25, "asr_text_logprob": T.truncated_text_logprob + EPS}, set()),  # supported
+    ({"hypothesis": TWELVE, "wer": 0.25, "asr_text_logprob": None}, set()),  # no forced view: not judged
     ({"hypothesis": TEXT + " and then it stopped", "wer": 0.3}, set()),
-    ({"hypothesis": HALF, "fm_expected_s": T.min_expected_s - EPS}, set()),  # too short a text to judge
+    ({"hypothesis": HALF, "asr_text_logprob": -4.0, "fm_expected_s": T.min_expected_s - EPS}, set()),  # too short
     # wrong language: another language with margin AND the audio does not support the text
     ({"asr_language": "zh", "asr_language_prob": 0.8, "asr_target_prob": 0.13, "asr_text_logprob": -4.0,
       "hypothesis": "wan fan hou wo men zuo zai men lang shang", "wer": 1.0}, {"wrong_language", "babble"}),
@@ -61,6 +63,20 @@ THIRTEEN = TWELVE + " falling"  # 13 of 16: 0.81
 ])
 def test_two_view_rules_at_their_thresholds(changes, raised):
     assert set(asr_flags(row(**changes), silent=False)) == raised
+
+
+def test_truncation_at_the_clips_own_pace():
+    """A slow voice cut at half: its span is 0.69 x the duration expected at the prompt's rate (above
+    truncated_ratio), but it speaks at 0.75 x the prompt's syllable rate: 0.52 at its own pace."""
+    from clonebench.failures.flags import audio_flags
+
+    values = {"fm_speech_s": 2.0, "fm_speech_ratio": 0.9, "fm_lead_s": 0.05, "fm_trail_s": 0.05, "fm_span_s": 2.76,
+              "fm_expected_s": 4.0, "fm_repeat_s": 0.1, "fm_clipped_share": 0.0, "fm_prompt_corr": 0.0}
+    assert audio_flags({**values, "fm_rate_ratio": None}) == {}  # no prompt rate: the plain ratio only
+    assert set(audio_flags({**values, "fm_rate_ratio": 0.75})) == {"truncated"}
+    assert audio_flags({**values, "fm_rate_ratio": T.truncated_rate_ratio / 0.69 + EPS}) == {}
+    slow_and_whole = {**values, "fm_span_s": 5.2, "fm_rate_ratio": 0.72}  # 1.3 x expected, 0.94 at its pace
+    assert audio_flags(slow_and_whole) == {}
 
 
 def test_without_the_forced_view_the_v1_rules_apply():

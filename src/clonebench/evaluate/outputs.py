@@ -15,6 +15,7 @@ COLUMNS = ["sample_id", "pair_id", "speaker_id", "generation_status", "generated
            "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "stoi", "mos", "emotion_match", "emotion_target",
            "emotion_generated", "fail", "failures", "failure_detail", "fm_speech_ratio", "fm_lead_s", "fm_trail_s",
            "fm_span_s", "fm_expected_s", "fm_expected_from", "fm_repeat_s", "fm_clipped_share", "fm_prompt_corr",
+           "fm_rate_ratio",
            "asr_logprob", "asr_no_speech", "asr_language", "asr_language_prob", "asr_target_prob",
            "asr_text_logprob",
            "seed_wer_en", "seed_wer_en_sub", "seed_wer_en_del", "seed_wer_en_ins", "seed_hypothesis_en",

@@ -60,7 +60,7 @@ RECORD_VALUES: dict[str, dict[str, str]] = {
     "failures": {"fail": NUMBER, "fm_duration_s": NUMBER, "fm_speech_s": NUMBER, "fm_speech_ratio": NUMBER,
                  "fm_lead_s": NUMBER, "fm_trail_s": NUMBER, "fm_span_s": NUMBER, "fm_expected_s": MAYBE_NUMBER,
                  "fm_expected_from": TEXT, "fm_repeat_s": NUMBER, "fm_clipped_share": NUMBER,
-                 "fm_prompt_corr": MAYBE_NUMBER},
+                 "fm_prompt_corr": MAYBE_NUMBER, "fm_rate_ratio": MAYBE_NUMBER},
     "seedtts_sim": {"seed_sim": NUMBER},
     **{f"seedtts_{asr}": {f"seed_wer_{lang}": NUMBER, f"seed_wer_{lang}_sub": NUMBER, f"seed_wer_{lang}_del": NUMBER,
                           f"seed_wer_{lang}_ins": NUMBER, f"seed_hypothesis_{lang}": TEXT}

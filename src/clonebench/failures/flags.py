@@ -34,9 +34,14 @@ def audio_flags(values: dict, t: Thresholds = DEFAULT) -> dict[str, str]:
     if "silent" not in out and expected is not None and expected >= t.min_expected_s:
         ratio = span / expected
         source = values.get("fm_expected_from") or ""
+        pace = _number(values, "fm_rate_ratio")
         if ratio < t.truncated_ratio:
             out["truncated"] = f"spoken {span:.2f} s = {ratio:.2f} x the {expected:.2f} s expected ({source}) " \
                                f"< {t.truncated_ratio:g}"
+        elif pace is not None and ratio * pace < t.truncated_rate_ratio:
+            out["truncated"] = f"spoken {span:.2f} s = {ratio:.2f} x the {expected:.2f} s expected ({source}), " \
+                               f"x {pace:.2f} (the clip's syllable rate / the prompt's) = {ratio * pace:.2f} " \
+                               f"< {t.truncated_rate_ratio:g}"
         elif ratio > t.overlong_ratio:
             out["overlong"] = f"spoken {span:.2f} s = {ratio:.2f} x the {expected:.2f} s expected ({source}) " \
                               f"> {t.overlong_ratio:g}"
@@ -103,11 +108,13 @@ def asr_flags(row: dict, silent: bool, t: Thresholds = DEFAULT) -> dict[str, str
         return out
     unmatched, reach = unmatched_share(hypothesis, reference, language), coverage(hypothesis, reference, language)
     expected = _number(row, "fm_expected_s")
+    text_logprob = _number(row, "asr_text_logprob")
     if reach is not None and reach < t.truncated_coverage and unmatched < t.truncated_unmatched \
+            and text_logprob is not None and text_logprob <= t.truncated_text_logprob \
             and expected is not None and expected >= t.min_expected_s:
         out["truncated"] = (f"the transcript ends {reach:.0%} into the text (< {t.truncated_coverage:.0%}), "
-                            f"{unmatched:.0%} of it other words")
-    text_logprob = _number(row, "asr_text_logprob")
+                            f"{unmatched:.0%} of it other words, the text's forced log-prob {text_logprob:.2f} "
+                            f"(<= {t.truncated_text_logprob:g})")
     for flag, detail in (("babble", _babble(row, unmatched, text_logprob, t)),
                          ("wrong_language", _wrong_language(row, language, text_logprob, t))):
         if detail:

@@ -21,8 +21,10 @@ class Thresholds:
     mostly_silent_ratio: float = 0.4    # speech share of the clip below this: mostly_silent
     edge_silence_s: float = 2.0         # leading or trailing non-speech longer than this: mostly_silent
     truncated_ratio: float = 0.6        # spoken span / expected duration below this: truncated
+    truncated_rate_ratio: float = 0.66  # or that ratio times the clip's syllable rate / the prompt's below this
     truncated_coverage: float = 0.8     # or the transcript stops before this share of the text's words ...
-    truncated_unmatched: float = 0.5    # ... and less than this share of it is not the text's: truncated
+    truncated_unmatched: float = 0.5    # ... less than this share of it is not the text's ...
+    truncated_text_logprob: float = -1.9  # ... and the whole text's forced log-prob is at or below this
     overlong_ratio: float = 1.8         # spoken span / expected duration above this: overlong
     min_expected_s: float = 1.0         # duration checks only for texts expected to last at least this long
     repeat_s: float = 1.8               # the same audio (warped self-similarity) repeated over this long: looping
@@ -53,9 +55,11 @@ FLAGS: dict[str, tuple[str, str]] = {
     "mostly_silent": ("the clip is mostly not speech, or has long silence before or after it",
                       "speech share < {mostly_silent_ratio:g}, or leading/trailing non-speech > {edge_silence_s:g} s"),
     "truncated": ("the clip stops before the text is said",
-                  "spoken span < {truncated_ratio:g} x the duration expected from the text at the prompt's rate, "
-                  "or the transcript ends before {truncated_coverage:.0%} of the text's words and less than "
-                  "{truncated_unmatched:.0%} of it is other words"),
+                  "spoken span < {truncated_ratio:g} x the duration expected from the text at the prompt's rate "
+                  "(or < {truncated_rate_ratio:g} x once scaled by the clip's syllable rate against the prompt's), "
+                  "or the transcript ends before {truncated_coverage:.0%} of the text's words, less than "
+                  "{truncated_unmatched:.0%} of it other words, and the text's forced log-prob <= "
+                  "{truncated_text_logprob:g}"),
     "overlong": ("the clip goes on far longer than the text needs",
                  "spoken span > {overlong_ratio:g} x the duration expected from the text at the prompt's rate"),
     "looping": ("a phrase is repeated (the model loops)",
