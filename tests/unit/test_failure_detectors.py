@@ -49,6 +49,7 @@ THIRTEEN = TWELVE + " falling"  # 13 of 16: 0.81
     ({"hypothesis": THIRTEEN, "wer": 0.19, "asr_text_logprob": -2.5}, set()),  # 0.81 of the text: not cut
     ({"hypothesis": TWELVE, "wer": 0.25, "asr_text_logprob": T.truncated_text_logprob + EPS}, set()),  # supported
     ({"hypothesis": TWELVE, "wer": 0.25, "asr_text_logprob": None}, set()),  # no forced view: not judged
+    ({"hypothesis": "the", "wer": 0.94, "asr_text_logprob": -3.8}, set()),  # one stray word: not a cut text
     ({"hypothesis": TEXT + " and then it stopped", "wer": 0.3}, set()),
     ({"hypothesis": HALF, "asr_text_logprob": -4.0, "fm_expected_s": T.min_expected_s - EPS}, set()),  # too short
     # wrong language: another language with margin AND the audio does not support the text
@@ -89,12 +90,13 @@ def test_without_the_forced_view_the_v1_rules_apply():
 
 def test_transcript_alignment():
     assert matched("After dinner, we SAT!", TEXT, "en") == (4, 16, 4, 4)
-    assert coverage(HALF, TEXT, "en") == 0.5 and unmatched_share(HALF, TEXT, "en") == 0.0
-    assert coverage("the roof", TEXT, "en") == 1.0  # how far it reaches, not how much it says
+    assert coverage(HALF, TEXT, "en") == (0.5, 1.0) and unmatched_share(HALF, TEXT, "en") == 0.0
+    assert coverage("the roof", TEXT, "en") == (1.0, 2 / 16)  # how far it reaches, and how much of that it says
     assert unmatched_share("", TEXT, "en") == 1.0 and coverage("anything", "", "en") is None
+    assert coverage("", TEXT, "en") == (0.0, 0.0)
     assert unmatched_share(FLUENT_NONSENSE, TEXT, "en") > 0.7
     zh = "今天天气很好我们去公园散步吧"
-    assert coverage(zh[:7], zh, "zh") == pytest.approx(7 / 14)  # characters for Chinese
+    assert coverage(zh[:7], zh, "zh") == (pytest.approx(7 / 14), 1.0)  # characters for Chinese
 
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed "

@@ -106,15 +106,16 @@ def asr_flags(row: dict, silent: bool, t: Thresholds = DEFAULT) -> dict[str, str
         out["looping"] = f"{extra} repeated n-grams beyond the text's ({excess:.2f} per n-gram >= {t.repeat_excess:g})"
     if silent:
         return out
-    unmatched, reach = unmatched_share(hypothesis, reference, language), coverage(hypothesis, reference, language)
+    unmatched, covered = unmatched_share(hypothesis, reference, language), coverage(hypothesis, reference, language)
+    reach, said = covered if covered else (1.0, 1.0)
     expected = _number(row, "fm_expected_s")
     text_logprob = _number(row, "asr_text_logprob")
-    if reach is not None and reach < t.truncated_coverage and unmatched < t.truncated_unmatched \
+    if reach < t.truncated_coverage and said >= t.truncated_said and unmatched < t.truncated_unmatched \
             and text_logprob is not None and text_logprob <= t.truncated_text_logprob \
             and expected is not None and expected >= t.min_expected_s:
-        out["truncated"] = (f"the transcript ends {reach:.0%} into the text (< {t.truncated_coverage:.0%}), "
-                            f"{unmatched:.0%} of it other words, the text's forced log-prob {text_logprob:.2f} "
-                            f"(<= {t.truncated_text_logprob:g})")
+        out["truncated"] = (f"the transcript ends {reach:.0%} into the text (< {t.truncated_coverage:.0%}) "
+                            f"saying {said:.0%} of it up to there, {unmatched:.0%} of it other words, the text's "
+                            f"forced log-prob {text_logprob:.2f} (<= {t.truncated_text_logprob:g})")
     for flag, detail in (("babble", _babble(row, unmatched, text_logprob, t)),
                          ("wrong_language", _wrong_language(row, language, text_logprob, t))):
         if detail:

@@ -66,11 +66,11 @@ def unmatched_share(hypothesis: str, reference: str, language: str) -> float:
     return 1.0 - common / n_hyp if n_hyp else 1.0
 
 
-def coverage(hypothesis: str, reference: str, language: str) -> float | None:
-    """How far into the text the transcript gets: the share of the text's tokens up to the last one the
-    transcript says (None for an empty text)."""
-    _, n_ref, _, reach = matched(hypothesis, reference, language)
-    return reach / n_ref if n_ref else None
+def coverage(hypothesis: str, reference: str, language: str) -> tuple[float, float] | None:
+    """How far into the text the transcript gets (the share of the text's tokens up to the last one the
+    transcript says) and how much of the text up to there it says (None for an empty text)."""
+    _, n_ref, common, reach = matched(hypothesis, reference, language)
+    return (reach / n_ref, common / reach if reach else 0.0) if n_ref else None
 
 
 def same_language(heard: str, expected: str) -> bool:

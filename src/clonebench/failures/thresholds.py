@@ -23,6 +23,7 @@ class Thresholds:
     truncated_ratio: float = 0.6        # spoken span / expected duration below this: truncated
     truncated_rate_ratio: float = 0.66  # or that ratio times the clip's syllable rate / the prompt's below this
     truncated_coverage: float = 0.8     # or the transcript stops before this share of the text's words ...
+    truncated_said: float = 0.5         # ... says at least this share of the text's words up to there ...
     truncated_unmatched: float = 0.5    # ... less than this share of it is not the text's ...
     truncated_text_logprob: float = -1.9  # ... and the whole text's forced log-prob is at or below this
     overlong_ratio: float = 1.8         # spoken span / expected duration above this: overlong
@@ -57,7 +58,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "truncated": ("the clip stops before the text is said",
                   "spoken span < {truncated_ratio:g} x the duration expected from the text at the prompt's rate "
                   "(or < {truncated_rate_ratio:g} x once scaled by the clip's syllable rate against the prompt's), "
-                  "or the transcript ends before {truncated_coverage:.0%} of the text's words, less than "
+                  "or the transcript ends before {truncated_coverage:.0%} of the text's words having said "
+                  ">= {truncated_said:.0%} of them, less than "
                   "{truncated_unmatched:.0%} of it other words, and the text's forced log-prob <= "
                   "{truncated_text_logprob:g}"),
     "overlong": ("the clip goes on far longer than the text needs",
