@@ -82,12 +82,13 @@ def test_truncation_at_the_clips_own_pace():
 
 def test_an_english_only_model_judges_only_english_texts():
     """tiny.en forces a French text through an English-only decoder: unlikely whatever the audio says."""
-    french = row(language="fr", target_text="apres le diner nous nous sommes assis", hypothesis="up there lady nay",
+    french = row(language="fr", target_text="apres le diner nous nous sommes assis",
+                 hypothesis="up there lady nay up there lady nay up there lady nay",
                  wer=1.0, asr_logprob=-1.5, asr_text_logprob=-3.8, asr_language="", asr_language_prob=None,
                  asr_target_prob=None)
     assert asr_flags(french, silent=False) == {}
     english_only_on_english = {**french, "language": "en"}  # the same numbers for an English text: babble
-    assert set(asr_flags(english_only_on_english, silent=False)) == {"babble"}
+    assert set(asr_flags(english_only_on_english, silent=False)) == {"babble", "looping"}
 
 
 def test_without_the_forced_view_the_v1_rules_apply():

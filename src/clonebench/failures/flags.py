@@ -101,11 +101,13 @@ def asr_flags(row: dict, silent: bool, t: Thresholds = DEFAULT) -> dict[str, str
         return out
     hypothesis = str(hypothesis)
     language = str(row.get("language") or "").strip().lower().split("-")[0].split("_")[0]
+    if not row.get("asr_language") and language not in ("", "en"):
+        return out  # an English-only model (it identifies no language) cannot judge another language's text
     extra, excess = repeat_excess(hypothesis, reference, language, t.ngram)
     if extra >= t.min_repeats and excess >= t.repeat_excess:
         out["looping"] = f"{extra} repeated n-grams beyond the text's ({excess:.2f} per n-gram >= {t.repeat_excess:g})"
-    if silent or (not row.get("asr_language") and language not in ("", "en")):
-        return out  # an English-only model (it identifies no language) cannot judge another language's text
+    if silent:
+        return out
     unmatched, covered = unmatched_share(hypothesis, reference, language), coverage(hypothesis, reference, language)
     reach, said = covered if covered else (1.0, 1.0)
     expected = _number(row, "fm_expected_s")
