@@ -60,7 +60,13 @@ THIRTEEN = TWELVE + " falling"  # 13 of 16: 0.81
     ({"asr_language": "fr", "asr_target_prob": T.target_language_max, "asr_text_logprob": T.text_logprob},
      {"wrong_language"}),
     ({"asr_language": "fr", "asr_target_prob": T.target_language_max + EPS, "asr_text_logprob": -6.0}, set()),
-    ({"asr_language": "fr", "asr_target_prob": 0.0, "asr_text_logprob": T.text_logprob + EPS}, set()),
+    ({"asr_language": "fr", "asr_language_prob": T.language_confident - EPS, "asr_target_prob": 0.0,
+      "asr_text_logprob": T.text_logprob + EPS}, set()),  # unsure of French, and the text is likely
+    # sure of another language: Whisper with <|en|> half-translates a Spanish rendering of the text's meaning
+    ({"asr_language": "es", "asr_language_prob": T.language_confident, "asr_target_prob":
+      T.target_language_probability, "asr_text_logprob": -2.1}, {"wrong_language"}),
+    ({"asr_language": "es", "asr_language_prob": 0.93, "asr_target_prob": T.target_language_probability + EPS,
+      "asr_text_logprob": -2.1}, set()),
 ])
 def test_two_view_rules_at_their_thresholds(changes, raised):
     assert set(asr_flags(row(**changes), silent=False)) == raised

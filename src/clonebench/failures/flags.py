@@ -78,19 +78,21 @@ def _babble(row: dict, unmatched: float, text_logprob: float | None, t: Threshol
 
 
 def _wrong_language(row: dict, language: str, text_logprob: float | None, t: Thresholds) -> str | None:
-    """Whisper's language identification names another language with margin, and (where measured) the audio
-    does not support the text: an accent that Whisper takes for another language still says the text."""
+    """Another language, by either of two routes: Whisper's language identification is sure of it (the heard
+    language at >= language_confident, the text's at <= target_language_probability), or it leans to it (the
+    text's at <= target_language_max) and the audio does not support the text (its forced log-probability). An
+    accent that Whisper takes for another language at low confidence still says the text: no flag."""
     heard, target = row.get("asr_language"), _number(row, "asr_target_prob")
     if not heard or target is None or same_language(str(heard), language):
         return None
-    said = f"Whisper hears {heard} (p={_number(row, 'asr_language_prob') or 0:.2f}), the text's {language} " \
-           f"p={target:.3f}"
-    if text_logprob is not None:
-        if target <= t.target_language_max and text_logprob <= t.text_logprob:
-            return f"{said} (<= {t.target_language_max:g}), the text's forced log-prob {text_logprob:.2f} per " \
-                   f"token (<= {t.text_logprob:g})"
-        return None
-    return f"{said} (<= {t.target_language_probability:g})" if target <= t.target_language_probability else None
+    confidence = _number(row, "asr_language_prob") or 0.0
+    said = f"Whisper hears {heard} (p={confidence:.2f}), the text's {language} p={target:.3f}"
+    if confidence >= t.language_confident and target <= t.target_language_probability:
+        return f"{said} (>= {t.language_confident:g}, <= {t.target_language_probability:g})"
+    if text_logprob is not None and target <= t.target_language_max and text_logprob <= t.text_logprob:
+        return f"{said} (<= {t.target_language_max:g}), the text's forced log-prob {text_logprob:.2f} per " \
+               f"token (<= {t.text_logprob:g})"
+    return None
 
 
 def asr_flags(row: dict, silent: bool, t: Thresholds = DEFAULT) -> dict[str, str]:

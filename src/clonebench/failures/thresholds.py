@@ -36,12 +36,13 @@ class Thresholds:
     text_logprob: float = -2.75         # the target text's teacher-forced log-prob per token at or below this:
     #                                     the audio does not say the text (babble, wrong_language)
     babble_unmatched: float = 0.5       # babble: and at least this share of the transcript is not the text's
-    target_language_max: float = 0.5    # wrong_language: Whisper names another language, the text's at most this
+    language_confident: float = 0.4     # wrong_language: Whisper names another language at least this sure ...
+    target_language_probability: float = 0.1  # ... and gives the task's language at most this; or
+    target_language_max: float = 0.5    # it gives the task's at most this and the text is unlikely (text_logprob)
     # without the text's log-probability (openai-whisper, clips over 30 s): the rule of failure_modes_v1
     babble_error: float = 0.5           # WER (CER for character languages) at or above this ...
     babble_logprob: float = -1.4        # ... with Whisper's average log-probability at or below this
     babble_no_speech: float = 0.45      # ... or its no-speech probability at or above this: babble
-    target_language_probability: float = 0.1  # Whisper gives the task's language at most this: wrong_language
     clipped_share: float = 0.001        # share of samples at full scale (|x| >= 0.999) at or above this: clipping
     copy_correlation: float = 0.95      # waveform correlation with the prompt (16 kHz, lag <= 0.2 s): prompt_copy
     copy_duration_tolerance: float = 0.05  # and durations within 5 %
@@ -74,9 +75,10 @@ FLAGS: dict[str, tuple[str, str]] = {
                "with Whisper's average log-probability <= {babble_logprob:g} or no-speech probability >= "
                "{babble_no_speech:g})"),
     "wrong_language": ("the text is spoken in another language",
-                       "Whisper's language identification names another language, gives the text's own "
-                       "<= {target_language_max:g}, and the text's teacher-forced log-probability per token is "
-                       "<= {text_logprob:g} (without it: the text's language <= {target_language_probability:g})"),
+                       "Whisper's language identification names another language at p >= {language_confident:g} "
+                       "and the text's at p <= {target_language_probability:g}, or the text's at p <= "
+                       "{target_language_max:g} with the text's teacher-forced log-probability per token <= "
+                       "{text_logprob:g}"),
     "clipping": ("the waveform is clipped", "share of samples at full scale >= {clipped_share:g}"),
     "prompt_copy": ("the clip is the reference prompt itself (or a processed copy), not a clone",
                     "waveform correlation with the prompt >= {copy_correlation:g} at 16 kHz, durations within "
