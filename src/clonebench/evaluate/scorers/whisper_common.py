@@ -49,7 +49,8 @@ class Heard:
         # does not), and a clip's values must not depend on its batch (tests/integration/test_metric_purity.py)
         r = lambda v: None if v is None else round(float(v), 3)  # noqa: E731
         return {"asr_logprob": r(self.logprob), "asr_no_speech": r(self.no_speech), "asr_language": self.language,
-                "asr_language_prob": r(self.language_prob), "asr_target_prob": r(self.target_prob), "asr_text_logprob": r(self.text_logprob)}
+                "asr_language_prob": r(self.language_prob), "asr_target_prob": r(self.target_prob),
+                "asr_text_logprob": r(self.text_logprob)}
 
 
 def identified(probabilities: dict[str, float], language: str | None) -> tuple[str, float, float | None]:
