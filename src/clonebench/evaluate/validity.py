@@ -34,6 +34,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "asr_no_speech": (0.0, 1.0),
     "asr_language_prob": (0.0, 1.0),
     "asr_target_prob": (0.0, 1.0),
+    "asr_text_logprob": (-math.inf, 0.0),
 }
 BINARY = ("sva", "emotion_match", "fail")  # 0 or 1
 
@@ -42,7 +43,8 @@ BINARY = ("sva", "emotion_match", "fail")  # 0 or 1
 NUMBER, COUNT, TEXT = "a finite number", "a non-negative integer", "a string"
 MAYBE_NUMBER = "a finite number or null"  # null: not measured (no prompt, no rate known, no language identified)
 ASR_VALUES = {"asr_logprob": MAYBE_NUMBER, "asr_no_speech": MAYBE_NUMBER, "asr_language": TEXT,
-              "asr_language_prob": MAYBE_NUMBER, "asr_target_prob": MAYBE_NUMBER}
+              "asr_language_prob": MAYBE_NUMBER, "asr_target_prob": MAYBE_NUMBER,
+              "asr_text_logprob": MAYBE_NUMBER}
 RECORD_VALUES: dict[str, dict[str, str]] = {
     "ecapa": {"sim": NUMBER, "sva": NUMBER},
     "whisper": {"hypothesis": TEXT, "text_rule": TEXT,
@@ -58,7 +60,7 @@ RECORD_VALUES: dict[str, dict[str, str]] = {
     "failures": {"fail": NUMBER, "fm_duration_s": NUMBER, "fm_speech_s": NUMBER, "fm_speech_ratio": NUMBER,
                  "fm_lead_s": NUMBER, "fm_trail_s": NUMBER, "fm_span_s": NUMBER, "fm_expected_s": MAYBE_NUMBER,
                  "fm_expected_from": TEXT, "fm_repeat_s": NUMBER, "fm_clipped_share": NUMBER,
-                 "fm_prompt_corr": MAYBE_NUMBER},
+                 "fm_prompt_corr": MAYBE_NUMBER, "fm_rate_ratio": MAYBE_NUMBER},
     "seedtts_sim": {"seed_sim": NUMBER},
     **{f"seedtts_{asr}": {f"seed_wer_{lang}": NUMBER, f"seed_wer_{lang}_sub": NUMBER, f"seed_wer_{lang}_del": NUMBER,
                           f"seed_wer_{lang}_ins": NUMBER, f"seed_hypothesis_{lang}": TEXT}

@@ -12,19 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clonebench.failures import copy
+from clonebench.failures import copy, loops
 from clonebench.failures.thresholds import DEFAULT, Thresholds
-from clonebench.failures.vad import RATE, Speech
+from clonebench.failures.vad import Speech
 
 # Characters (letters and digits) per second of read speech, for a target whose language differs from its prompt's
 # or a prompt without a transcript: typical audiobook rates (LibriTTS, AISHELL/Seed-TTS, CommonVoice reads).
 DEFAULT_RATES = {"en": 14.0, "fr": 13.5, "de": 13.0, "es": 14.0, "it": 13.5, "pt": 13.5, "nl": 13.0, "ru": 12.0,
                  "pl": 12.0, "zh": 4.5, "ja": 7.5, "ko": 6.5}
-FRAME_HOP = 320        # 20 ms at 16 kHz: the self-similarity's frame rate
-N_MELS = 40
-SMOOTH_FRAMES = 5      # 100 ms moving average of each diagonal of the self-similarity
-MIN_LAG_S = 0.3        # repeats closer than this are one sound, not a repeated phrase
-MAX_LAG_S = 20.0       # a loop repeats its phrase within this lag
 FULL_SCALE = 0.999
 
 
@@ -56,49 +51,29 @@ def expected_duration(target_text: str, language: str, prompt_text: str, prompt_
     return Expected(chars / rate, "language default") if rate else Expected(None, "none")
 
 
+def syllable_rate(mono_16k: np.ndarray, speech: Speech) -> float | None:
+    """Syllable nuclei per second of detected speech: peaks of the 300-2500 Hz band's loudness (25 ms RMS, 10 ms
+    hop, dB) standing out by >= 4 dB from their surroundings, >= 80 ms apart, inside speech (the classic
+    envelope-peak estimate of speaking rate, de Jong & Wempe 2009, on scipy's filter and peak finder). None with
+    under 0.5 s of speech. Only a ratio of two of them is used: the clip's rate against its prompt's."""
+    from scipy.signal import butter, find_peaks, sosfiltfilt
+
+    if speech.speech_s < 0.5:
+        return None
+    band = sosfiltfilt(butter(4, [300, 2500], btype="band", fs=16_000, output="sos"), mono_16k.astype(np.float64))
+    hop = 160
+    loudness = 20 * np.log10(np.sqrt(np.convolve(band ** 2, np.ones(400) / 400, mode="same"))[::hop] + 1e-6)
+    times = np.arange(len(loudness)) * hop / 16_000
+    voiced = np.zeros(len(loudness), dtype=bool)
+    for start, end in speech.segments:
+        voiced |= (times >= start) & (times < end)
+    peaks, _ = find_peaks(loudness, prominence=4.0, distance=8)
+    return float(np.count_nonzero(voiced[peaks])) / speech.speech_s
+
+
 def clipped_share(samples: np.ndarray) -> float:
     """Share of samples (every channel) at full scale."""
     return float(np.mean(np.abs(samples) >= FULL_SCALE)) if samples.size else 0.0
-
-
-def _log_mel(mono_16k: np.ndarray) -> np.ndarray:
-    import librosa
-
-    mel = librosa.feature.melspectrogram(y=mono_16k.astype(np.float32), sr=RATE, n_fft=640, hop_length=FRAME_HOP,
-                                         n_mels=N_MELS, center=True)
-    frames = np.log(mel + 1e-6).T.astype(np.float64)
-    frames -= frames.mean(axis=0)
-    norms = np.linalg.norm(frames, axis=1, keepdims=True)
-    return frames / np.maximum(norms, 1e-9)
-
-
-def _longest_run(mask: np.ndarray) -> int:
-    if not mask.any():
-        return 0
-    edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
-    return int(np.max(np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)))
-
-
-def repeated_seconds(mono_16k: np.ndarray, speech: Speech, similarity: float) -> float:
-    """The longest stretch of speech that recurs later in the clip: for each lag between 0.3 s and 20 s, the
-    longest run of frames whose log-mel frame (mean-normalised, 100 ms smoothed cosine) matches the frame one lag
-    later at ``similarity`` or more, both frames inside detected speech."""
-    if not speech.segments:
-        return 0.0
-    frames = _log_mel(mono_16k)
-    n = len(frames)
-    times = np.arange(n) * FRAME_HOP / RATE
-    voiced = np.zeros(n, dtype=bool)
-    for start, end in speech.segments:
-        voiced |= (times >= start) & (times < end)
-    kernel = np.ones(SMOOTH_FRAMES) / SMOOTH_FRAMES
-    best = 0
-    for lag in range(int(MIN_LAG_S * RATE / FRAME_HOP), min(n, int(MAX_LAG_S * RATE / FRAME_HOP) + 1)):
-        sims = np.einsum("ij,ij->i", frames[:-lag], frames[lag:])
-        if len(sims) >= SMOOTH_FRAMES:
-            sims = np.convolve(sims, kernel, mode="same")
-        best = max(best, _longest_run((sims >= similarity) & voiced[:-lag] & voiced[lag:]))
-    return best * FRAME_HOP / RATE
 
 
 @dataclass(frozen=True)
@@ -114,13 +89,14 @@ class AudioMeasures:
     repeat_s: float
     clipped_share: float
     prompt_correlation: float | None   # None: no prompt to compare with
+    rate_ratio: float | None = None    # the clip's syllable rate / its prompt's; None: no prompt or too little speech
 
     def values(self) -> dict:
         return {"fm_duration_s": self.duration_s, "fm_speech_s": self.speech_s, "fm_speech_ratio": self.speech_ratio,
                 "fm_lead_s": self.lead_s, "fm_trail_s": self.trail_s, "fm_span_s": self.span_s,
                 "fm_expected_s": self.expected_s, "fm_expected_from": self.expected_from,
                 "fm_repeat_s": self.repeat_s, "fm_clipped_share": self.clipped_share,
-                "fm_prompt_corr": self.prompt_correlation}
+                "fm_prompt_corr": self.prompt_correlation, "fm_rate_ratio": self.rate_ratio}
 
 
 def prompt_likeness(samples: np.ndarray, rate: int, prompt: tuple[np.ndarray, int] | None,
@@ -137,12 +113,17 @@ def prompt_likeness(samples: np.ndarray, rate: int, prompt: tuple[np.ndarray, in
 
 
 def measure(samples: np.ndarray, rate: int, speech: Speech, mono_16k: np.ndarray, expected: Expected,
-            prompt: tuple[np.ndarray, int] | None, thresholds: Thresholds = DEFAULT) -> AudioMeasures:
-    """Every audio measure of one clip (``samples`` at ``rate``; ``speech`` from its 16 kHz mono ``mono_16k``)."""
+            prompt: tuple[np.ndarray, int] | None, thresholds: Thresholds = DEFAULT,
+            prompt_syllable_rate: float | None = None) -> AudioMeasures:
+    """Every audio measure of one clip (``samples`` at ``rate``; ``speech`` from its 16 kHz mono ``mono_16k``;
+    ``prompt_syllable_rate``: ``syllable_rate`` of its prompt)."""
     r = lambda value: round(float(value), 6)  # noqa: E731  (stable JSON)
+    own = syllable_rate(mono_16k, speech)
+    rate_ratio = r(own / prompt_syllable_rate) if own and prompt_syllable_rate else None
     return AudioMeasures(
         duration_s=r(len(samples) / rate), speech_s=r(speech.speech_s), speech_ratio=r(speech.ratio),
         lead_s=r(speech.lead_s), trail_s=r(speech.trail_s), span_s=r(speech.span_s),
         expected_s=None if expected.seconds is None else r(expected.seconds), expected_from=expected.source,
-        repeat_s=r(repeated_seconds(mono_16k, speech, thresholds.repeat_similarity)),
-        clipped_share=r(clipped_share(samples)), prompt_correlation=prompt_likeness(samples, rate, prompt, thresholds))
+        repeat_s=r(loops.repeated_seconds(mono_16k, speech.segments, thresholds.repeat_similarity)),
+        clipped_share=r(clipped_share(samples)), prompt_correlation=prompt_likeness(samples, rate, prompt, thresholds),
+        rate_ratio=rate_ratio)

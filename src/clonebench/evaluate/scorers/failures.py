@@ -48,8 +48,9 @@ class FailureScorer(Scorer):
     def version(self) -> str:
         from clonebench.failures import thresholds
 
-        return f"clonebench {thresholds.VERSION}: Silero VAD speech, log-mel self-similarity, duration from the " \
-               "prompt's characters per second, clipping share, prompt correlation; ASR flags from the Whisper group"
+        return f"clonebench {thresholds.VERSION}: Silero VAD speech, time-warped MFCC self-similarity, duration " \
+               "from the prompt's characters per second, clipping share, prompt correlation; ASR flags from the " \
+               "Whisper group (transcript against the text, the text's teacher-forced log-probability, language ID)"
 
     def protocol(self) -> dict:
         from clonebench.failures import thresholds, vad
@@ -64,9 +65,10 @@ class FailureScorer(Scorer):
 
     @classmethod
     def source_files(cls) -> list[Path]:
-        from clonebench.failures import copy, flags, measure, text, thresholds, vad
+        from clonebench.failures import copy, flags, loops, measure, text, thresholds, vad
 
-        return [*super().source_files(), *(Path(m.__file__) for m in (copy, flags, measure, text, thresholds, vad))]
+        return [*super().source_files(),
+                *(Path(m.__file__) for m in (copy, flags, loops, measure, text, thresholds, vad))]
 
     def load(self) -> None:
         from clonebench.failures.vad import SileroVad
@@ -83,19 +85,21 @@ class FailureScorer(Scorer):
         return at_16k(samples, rate).astype(np.float32)
 
     def _prompt(self, item: ScoreItem):
-        """(samples, rate, speech) of the item's prompt, once per prompt; None without a prompt file."""
+        """(samples, rate, speech, syllable rate) of the item's prompt, once per prompt; None without a prompt."""
         if item.prompt_path is None or not Path(item.prompt_path).is_file():
             return None
         if item.prompt_sha256 not in self._prompts:
             from clonebench.core.records import MAX_AUDIO_REF_BYTES
             from clonebench.core.untrusted import read_bytes
             from clonebench.data.audio import read_input_audio
+            from clonebench.failures.measure import syllable_rate
 
             # an input clip of the dataset: a bounded regular file, as the generate phase reads it (AudioRef)
             data = read_bytes(item.prompt_path, max_bytes=MAX_AUDIO_REF_BYTES, what="prompt audio")
             info, samples = read_input_audio(data)
-            speech = self._model.speech(self._mono_16k(samples, info.sample_rate))
-            self._prompts[item.prompt_sha256] = (samples, info.sample_rate, speech)
+            mono = self._mono_16k(samples, info.sample_rate)
+            speech = self._model.speech(mono)
+            self._prompts[item.prompt_sha256] = (samples, info.sample_rate, speech, syllable_rate(mono, speech))
         return self._prompts[item.prompt_sha256]
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
@@ -110,7 +114,8 @@ class FailureScorer(Scorer):
             prompt = self._prompt(item)
             expected = expected_duration(item.target_text, item.language, item.prompt_text, item.prompt_language,
                                          prompt[2] if prompt else None)
-            measured = measure(samples, rate, speech, mono, expected, prompt[:2] if prompt else None)
+            measured = measure(samples, rate, speech, mono, expected, prompt[:2] if prompt else None,
+                               prompt_syllable_rate=prompt[3] if prompt else None)
             values = measured.values()
             if prompt is not None and item.prompt_sha256 and item.prompt_sha256 == item.generated_sha256:
                 values["fm_prompt_corr"] = 1.0  # the prompt file itself

@@ -31,7 +31,10 @@ class Heard:
     decoding's average log-probability and no-speech probability (token-weighted over the segments kept; None
     when none was), the language Whisper identifies on the clip's first 30 s with its probability, and the
     probability it gives the pair's language (``""`` / None for an English-only model or a pair without a
-    language). The identification never changes the text: the pair's language is still the one decoded in."""
+    language). The identification never changes the text: the pair's language is still the one decoded in.
+    ``text_logprob``: the mean log-probability per token of the pair's TARGET text, teacher-forced on the clip's
+    first 30 s (how well the audio supports the text, whatever Whisper heard; faster-whisper only, clips up to
+    30 s; None otherwise)."""
 
     text: str
     logprob: float | None = None
@@ -39,13 +42,15 @@ class Heard:
     language: str = ""
     language_prob: float | None = None
     target_prob: float | None = None
+    text_logprob: float | None = None
 
     def values(self) -> dict:
         # to 3 decimals: a batched decode's scores move in the 6th digit with the batch's other clips (the text
         # does not), and a clip's values must not depend on its batch (tests/integration/test_metric_purity.py)
         r = lambda v: None if v is None else round(float(v), 3)  # noqa: E731
         return {"asr_logprob": r(self.logprob), "asr_no_speech": r(self.no_speech), "asr_language": self.language,
-                "asr_language_prob": r(self.language_prob), "asr_target_prob": r(self.target_prob)}
+                "asr_language_prob": r(self.language_prob), "asr_target_prob": r(self.target_prob),
+                "asr_text_logprob": r(self.text_logprob)}
 
 
 def identified(probabilities: dict[str, float], language: str | None) -> tuple[str, float, float | None]:
@@ -161,7 +166,7 @@ class WhisperScorer(Scorer):
         return (f"{self.model_description()}; {self.decoding().name}: {self.decoding().describe()}; seed "
                 f"{self.seed()} + sample hash per file; language from the pair; jiwer per utterance after "
                 f"{self.options['normalisation']} ({transcript.VERSION}); with avg log-prob, no-speech prob and "
-                "language identification of the first 30 s; v3")
+                "language identification of the first 30 s, and the target text's teacher-forced log-probability; v4")
 
     @classmethod
     def source_files(cls) -> list[Path]:

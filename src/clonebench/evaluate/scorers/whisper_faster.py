@@ -120,11 +120,45 @@ class FasterWhisperScorer(WhisperScorer):
                 texts[index] = self._transcribe(audio, language, item)
                 continue
             audios[index] = audio
-            windows.setdefault(language, []).append((index, pad_or_trim(features[:, :content_frames])))
+            windows.setdefault(language, []).append((index, pad_or_trim(features[:, :content_frames]),
+                                                     content_frames))
         for language, chosen in windows.items():
-            for index, heard in zip([i for i, _ in chosen], self._greedy_pass(language, [w for _, w in chosen])):
+            indices = [i for i, _, _ in chosen]
+            greedy = self._greedy_pass(language, [w for _, w, _ in chosen], [items[i] for i in indices],
+                                       [n for _, _, n in chosen])
+            for index, heard in zip(indices, greedy):
                 texts[index] = heard if heard is not None else self._transcribe(audios[index], language, items[index])
         return [t or Heard("") for t in texts]
+
+    def _text_logprobs(self, encoded, items: list[ScoreItem], frames: list[int], language: str | None) -> list:
+        """The mean log-probability per token of each item's target text, teacher-forced on its encoded window
+        (CTranslate2's ``align``: one decoder pass over the given tokens), the text prefixed with a space as
+        Whisper writes it after the start tokens. Tokens by openai-whisper's tiktoken tokenizer, Whisper's own:
+        the tokenizer.json of these folders, read by tokenizers 0.23, splits " the" into " " + "the" (measured),
+        tokens the model never saw in that place. None without a language or a text."""
+        import numpy as np
+        from whisper.tokenizer import get_tokenizer
+
+        multilingual = self._model.model.is_multilingual
+        if language is None or not items:
+            return [None] * len(items)
+        tokenizer = get_tokenizer(multilingual, num_languages=self._model.model.num_languages,
+                                  language=language if multilingual else None, task="transcribe")
+        tokens = [tokenizer.encode(" " + " ".join(str(item.target_text or "").split())) for item in items]
+        wanted = [i for i, t in enumerate(tokens) if t]
+        out: list[float | None] = [None] * len(items)
+        if not wanted:
+            return out
+        if len(wanted) < len(items):
+            import ctranslate2
+
+            encoded = ctranslate2.StorageView.from_array(np.ascontiguousarray(np.asarray(encoded)[wanted]))
+        results = self._model.model.align(encoded, list(tokenizer.sot_sequence_including_notimestamps),
+                                          [tokens[i] for i in wanted], [frames[i] for i in wanted])
+        for i, result in zip(wanted, results):
+            probs = np.asarray(result.text_token_probs[:len(tokens[i])], dtype=np.float64)
+            out[i] = float(np.mean(np.log(np.maximum(probs, 1e-30))))
+        return out
 
     def _identified(self, encoded, language: str) -> list[tuple[str, float | None, float | None]]:
         """Language identification of each encoded window (CTranslate2's ``detect_language``: one decoder step)."""
@@ -133,7 +167,8 @@ class FasterWhisperScorer(WhisperScorer):
         return [identified({token[2:-2]: p for token, p in probs}, language)
                 for probs in self._model.model.detect_language(encoded)]
 
-    def _greedy_pass(self, language: str, windows: list) -> list[Heard | None]:
+    def _greedy_pass(self, language: str, windows: list, items: list[ScoreItem], frames: list[int]) \
+            -> list[Heard | None]:
         """The temperature-0 decode of one-window clips, batched: each text as ``transcribe`` would return it, or
         None where ``transcribe`` would go on to the next temperature."""
         from faster_whisper.tokenizer import Tokenizer
@@ -152,7 +187,8 @@ class FasterWhisperScorer(WhisperScorer):
             return_no_speech_prob=True, suppress_blank=True, suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
             max_initial_timestamp_index=int(round(1.0 / model.time_precision)))
         texts: list[Heard | None] = []
-        for result, found in zip(results, self._identified(encoded, language)):
+        forced = self._text_logprobs(encoded, items, frames, language)
+        for result, found, text_logprob in zip(results, self._identified(encoded, language), forced):
             tokens = result.sequences_ids[0]
             avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
             text = tokenizer.decode(tokens).strip()
@@ -164,9 +200,9 @@ class FasterWhisperScorer(WhisperScorer):
             if falls_back and decoding.falls_back:
                 texts.append(None)
             elif silent and not avg_logprob > decoding.logprob_threshold:  # generate_segments skips the window
-                texts.append(Heard("", None, None, *found))
+                texts.append(Heard("", None, None, *found, text_logprob))
             else:
-                texts.append(Heard(text, avg_logprob, result.no_speech_prob, *found))
+                texts.append(Heard(text, avg_logprob, result.no_speech_prob, *found, text_logprob))
         return texts
 
     def _transcribe(self, audio, language: str | None, item: ScoreItem) -> Heard:
@@ -190,7 +226,20 @@ class FasterWhisperScorer(WhisperScorer):
         found: tuple[str, float | None, float | None] = ("", None, None)
         if self._model.model.is_multilingual:
             found = identified(dict(self._model.detect_language(audio)[2]), language)
-        return Heard("".join(s.text for s in segments).strip(), logprob, no_speech, *found)
+        return Heard("".join(s.text for s in segments).strip(), logprob, no_speech, *found,
+                     self._one_text_logprob(audio, language, item))
+
+    def _one_text_logprob(self, audio, language: str | None, item: ScoreItem) -> float | None:
+        """``_text_logprobs`` of one clip decoded by ``transcribe``: None past one 30 s window."""
+        from faster_whisper.audio import pad_or_trim
+
+        extractor = self._model.feature_extractor
+        features = extractor(audio)
+        frames = features.shape[-1] - 1
+        if frames > extractor.nb_max_frames:
+            return None
+        encoded = self._encode([pad_or_trim(features[:, :frames])])
+        return self._text_logprobs(encoded, [item], [frames], language)[0]
 
     def _encode(self, windows: list):
         """Encoder output for a batch of windows. On a CPU the encoder runs one window at a time and only the
