@@ -123,3 +123,22 @@ def test_workers_and_this_process_share_fingerprint_and_bytes(tmp_path, clips):
                       {k: r.values for k, r in sorted(records.items())})
     assert seen["here-1"] == seen["here-2"] == seen["workers"]
     assert seen["workers"][1] == 2
+
+
+def test_an_unverified_torch_keeps_torchs_own_threads(monkeypatch, caplog):
+    """The fallback: no routed layer, embeddings on torch's own thread count, which the fingerprint then records."""
+    from clonebench.core.hashing import HashCache
+    from clonebench.evaluate import exact_conv
+    from clonebench.evaluate.scorers import ecapa as ecapa_module
+
+    monkeypatch.setattr(exact_conv, "VERIFIED_TORCH", ("0.0.1",))
+    monkeypatch.setattr(ecapa_module, "_warned", [])
+    scorer = ecapa_module.EcapaScorer({"threshold": 0.25, "local_dir": None, "allow_hub": False}, "cpu",
+                                      HashCache(None))
+    scorer.load()
+    try:
+        assert not scorer.exact and scorer.computing_threads(3) == 3
+        assert not any("_conv_forward" in vars(m) for m in scorer._model.mods.modules())
+        assert "exact path off" in caplog.text and "torch==0.0.1" in caplog.text
+    finally:
+        scorer.release()

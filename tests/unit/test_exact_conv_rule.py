@@ -72,3 +72,16 @@ def test_install_routes_only_the_models_own_conv1d_layers():
         assert torch.equal(model[0](x), torch.nn.functional.conv1d(x, model[0].weight, model[0].bias))
     exact_conv.uninstall(model)
     assert "_conv_forward" not in vars(model[0])
+
+
+def test_doctor_says_whether_the_exact_path_is_on_and_the_fix(monkeypatch, capsys):
+    from clonebench.cli.doctor import Report, _ecapa_exact
+
+    report = Report()
+    _ecapa_exact(report)
+    monkeypatch.setattr(exact_conv, "VERIFIED_TORCH", ("0.0.1",))
+    _ecapa_exact(report)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("ok    ECAPA one-thread exact path")
+    assert out[1].startswith("warn  ECAPA one-thread exact path off") and "fix: install torch==0.0.1" in out[1]
+    assert report.failed == 0  # a fallback, not a broken installation
