@@ -6,11 +6,12 @@ thread; wall and CPU seconds, a digest of the embedding, and oneDNN's own clock 
 (``ONEDNN_VERBOSE=1``, summed by implementation).
 
 With more than one thread torch sends ECAPA's 1x1 convolutions to oneDNN (``jit_1x1``); with one thread it computes
-them natively (a GEMM), a different summation order, hence different bits. Which is cheaper is a fact about the
-host's CPU; the protocol's numbers (and rvcbench's) are the multi-thread ones, so clonebench keeps torch's default
-and pays what the peer pays per embedded clip. Not in CI.
+them natively (a GEMM), a different summation order, hence different bits. The third setting is clonebench's:
+one thread with those layers sent to oneDNN as at two threads (evaluate/exact_conv.py), which must give the
+two-thread digest; its CPU over the two-thread CPU is what the exact path saves per clip on this host. Each
+setting runs ``--repeat`` times, alternating, in fresh processes. Not in CI.
 
-    python bench/ecapa_threads.py [--clip WAV] [--seconds 20]
+    python bench/ecapa_threads.py [--clip WAV] [--seconds 20] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -32,11 +33,16 @@ import torch
 from speechbrain.inference.speaker import SpeakerRecognition
 from speechbrain.dataio import audio_io
 model_dir, savedir, clip, seconds, threads = sys.argv[1:6]
-if int(threads):
-    torch.set_num_threads(int(threads))
+exact = threads == "exact"
+if exact or int(threads):
+    torch.set_num_threads(1 if exact else int(threads))
 model = SpeakerRecognition.from_hparams(source=model_dir, savedir=savedir, overrides={"pretrained_path": model_dir},
                                         run_opts={"device": "cpu"})
 model.eval()
+if exact:
+    from clonebench.evaluate import exact_conv
+    assert exact_conv.unverified_reason() is None, exact_conv.unverified_reason()
+    exact_conv.install(model.mods)
 signal, rate = audio_io.load(clip, channels_first=False)
 signal = signal[: int(float(seconds) * rate)]
 batch = model.audio_normalizer(signal, rate).unsqueeze(0)
@@ -50,8 +56,8 @@ print("RESULT " + json.dumps({"threads": torch.get_num_threads(), "wall_s": roun
 """
 
 
-def run(model_dir: Path, savedir: str, clip: Path, seconds: float, threads: int) -> dict:
-    env = {"ONEDNN_VERBOSE": "1", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+def run(model_dir: Path, savedir: str, clip: Path, seconds: float, threads) -> dict:
+    env = {"ONEDNN_VERBOSE": "1", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), savedir, str(clip), str(seconds),
                            str(threads)], capture_output=True, text=True, env=env, check=True)
     result, kernels = {}, defaultdict(lambda: [0, 0.0])
@@ -71,6 +77,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clip", type=Path, default=None, help="a speech WAV (default: a LibriVox test clip)")
     parser.add_argument("--seconds", type=float, default=20.0, help="embed the clip's first N seconds")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each setting, alternating")
     args = parser.parse_args()
     clip = args.clip
     if clip is None:
@@ -80,12 +87,22 @@ def main() -> int:
         clip = clips[0]
     with tempfile.TemporaryDirectory(prefix="ecapa-threads-") as tmp:
         model_dir = peer_assets(Path(tmp) / "assets") / "spkrec-ecapa-voxceleb"
-        rows = [run(model_dir, str(Path(tmp) / "save"), clip, args.seconds, threads) for threads in (0, 1)]
-    print(json.dumps({"clip": str(clip), "seconds": args.seconds, "repo": str(REPO),
-                      "default_threads": rows[0], "one_thread": rows[1],
-                      "same_bits": rows[0]["digest"] == rows[1]["digest"],
-                      "cpu_ratio_default_over_one": round(rows[0]["cpu_s"] / rows[1]["cpu_s"], 2)}, indent=2))
-    return 0
+        settings = {"default_threads": 0, "two_threads": 2, "one_thread": 1, "exact_one_thread": "exact"}
+        rows: dict[str, list[dict]] = {name: [] for name in settings}
+        for _ in range(max(1, args.repeat)):
+            for name, threads in settings.items():
+                rows[name].append(run(model_dir, str(Path(tmp) / "save"), clip, args.seconds, threads))
+    cpu = {name: sum(r["cpu_s"] for r in runs) for name, runs in rows.items()}
+    wall = {name: sum(r["wall_s"] for r in runs) for name, runs in rows.items()}
+    digests = {name: sorted({r["digest"] for r in runs}) for name, runs in rows.items()}
+    print(json.dumps({"clip": str(clip), "seconds": args.seconds, "repo": str(REPO), "runs": rows,
+                      "digests": digests,
+                      "one_thread_same_bits_as_two": digests["one_thread"] == digests["two_threads"],
+                      "exact_same_bits_as_two": digests["exact_one_thread"] == digests["two_threads"],
+                      "cpu_ratio_two_over_exact": round(cpu["two_threads"] / cpu["exact_one_thread"], 2),
+                      "wall_ratio_two_over_exact": round(wall["two_threads"] / wall["exact_one_thread"], 2),
+                      "cpu_ratio_two_over_one": round(cpu["two_threads"] / cpu["one_thread"], 2)}, indent=2))
+    return 0 if digests["exact_one_thread"] == digests["two_threads"] else 1
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ host's core count where it is larger), whatever the host's BLAS and torch do wit
   ``scoring.run_group_jobs``), so the features computed with it (faster-whisper's log-mel, DNSMOS's P.808 mel)
   have the same bits at every thread count, the bits of a one-thread process.
 - Fingerprinted: a scorer whose numbers may follow the thread count (``Scorer.threads_change_numbers``) carries
-  the count it computes with in its fingerprint on a CPU, so records scored with 1 and 2 threads are never mixed;
+  the count whose bits it computes in its fingerprint on a CPU (``Scorer.computing_threads``: ECAPA's one-thread
+  exact path computes the two-thread bits and says 2), so records of other bits are never mixed;
   a thread-independent one (MCD, DNSMOS) leaves it out, and its values are then equal at every thread count (one
   fingerprint, one set of numbers). On a GPU no scorer's fingerprint carries it (evaluate/device.py).
 
@@ -130,10 +131,17 @@ def test_pinned_scoring_is_equal_across_thread_counts_and_fingerprints_carry_the
         assert scoring[t]["faster_whisper_mel"] == raw[1]["faster_whisper_mel"], t
         assert scoring[t]["dnsmos_p808_features"] == raw[1]["dnsmos_p808_features"], t
 
-    # fingerprinted: the count the scorer computed with, exactly where its numbers may depend on it
+    # fingerprinted: the count whose bits the scorer computed, exactly where its numbers may depend on it; ECAPA's
+    # one-thread exact path computes the two-thread bits at every count (evaluate/exact_conv.py), and says 2
+    from clonebench.evaluate.exact_conv import unverified_reason
+    from clonebench.evaluate.scorers.ecapa import PROTOCOL_THREADS
+
     for group in ("dnsmos", "mcd", "stoi", "ecapa"):
         seen = {t: scoring[t]["groups"][group] for t in counts}
-        if scorer_class(group, "faster_whisper").threads_change_numbers:
+        if group == "ecapa" and unverified_reason() is None:
+            assert {seen[t]["cpu_threads"] for t in counts} == {PROTOCOL_THREADS}
+            assert len({seen[t]["fingerprint"] for t in counts}) == 1  # shared across hosts and thread counts
+        elif scorer_class(group, "faster_whisper").threads_change_numbers:
             assert [seen[t]["cpu_threads"] for t in counts] == counts, group
             assert len({seen[t]["fingerprint"] for t in counts}) == len(counts), group  # never mixed
         else:

@@ -72,6 +72,21 @@ def _torch(report: Report) -> None:
         return
 
 
+def _ecapa_exact(report: Report) -> None:
+    """ECAPA's one-thread exact path (evaluate/exact_conv.py): on, or why not with its fix (scoring then keeps
+    torch's own multi-thread path: slower, same protocol)."""
+    from clonebench.evaluate.exact_conv import unverified_reason
+
+    try:
+        reason = unverified_reason()
+    except Exception as exc:  # noqa: BLE001 - reported with its fix
+        reason = f"{type(exc).__name__}: {exc}; fix: pip install torch=={TORCH_PIN}"
+    if reason is None:
+        report.ok("ECAPA one-thread exact path (torch's convolution backend rule verified for this torch)")
+    else:
+        report.warn(f"ECAPA one-thread exact path off: {reason}")
+
+
 def run(args: argparse.Namespace) -> int:
     report = Report()
     if sys.version_info < (3, 10):
@@ -92,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
         _imports(report, EVAL, "eval")
         check_scorer_assets(report)
+        _ecapa_exact(report)
         run_gpu_checks(report, normalise_device(args.device, "--device") if args.device else None)
     elif args.device:
         report.warn("--device is checked with --eval only")

@@ -95,6 +95,15 @@ class Scorer(ABC):
     def assets(self) -> list[dict]:
         return []
 
+    def prepare(self, items: list[ScoreItem]) -> None:
+        """Told, before the batches, every item this process is about to score (in batch order); nothing by
+        default (ECAPA queues the clips for its embedding workers)."""
+
+    def computing_threads(self, torch_threads: int) -> int:
+        """The CPU thread count whose bits this loaded scorer's numbers are, when torch has ``torch_threads``
+        (fingerprinted where ``threads_change_numbers``): that count, unless the scorer pins its kernels."""
+        return torch_threads
+
     @abstractmethod
     def protocol(self) -> dict[str, Any]:
         """The few facts that make two scorers' numbers comparable (checked by ``clonebench compare``)."""

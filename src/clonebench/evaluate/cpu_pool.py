@@ -94,6 +94,11 @@ def _score_chunk(group: str, backend: str, options: dict, items: list):
     return score_chunk(_scorer(group, backend, options), items)
 
 
+def _call(group: str, backend: str, options: dict, method: str, *args):
+    """``method(*args)`` of the worker's loaded scorer (e.g. ECAPA's ``embed_array``: evaluate/ecapa_workers.py)."""
+    return getattr(_scorer(group, backend, options), method)(*args)
+
+
 def _warm(group: str, backend: str, options: dict, until: float) -> int:
     _scorer(group, backend, options)
     time.sleep(max(0.0, until - time.time()))  # hold this worker so that every worker takes one task
@@ -114,6 +119,10 @@ class CpuPool:
         """Items per task: at most the batch size, small enough that every worker gets about four tasks (the
         values never depend on it: each item is scored on its own)."""
         return max(1, min(batch_size, -(-n_items // (self.workers * 4))))
+
+    def submit(self, group: str, backend: str, options: dict, method: str, *args):
+        """A future of ``method(*args)`` run by a worker's copy of ``group``'s scorer (loaded once per worker)."""
+        return self._pool().submit(_call, group, backend, options, method, *args)
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:

@@ -63,6 +63,11 @@ def in_worker() -> None:
     _state["in_worker"] = True
 
 
+def is_worker() -> bool:
+    """Whether this process is a CPU-pool worker (a scorer loaded there starts no pool of its own)."""
+    return _state["in_worker"]
+
+
 def spare_cores() -> int:
     """Workers a background scorer may use now: one while CPU foreground groups run, all but
     ``GPU_FEEDER_CORES`` while GPU groups run, every core after (one inside a pool worker)."""

@@ -72,11 +72,12 @@ def fail_fast(group: str, device: str, tried: int, errors: dict[str, str]) -> No
 
 
 def fingerprint_threads(scorer: Scorer, pooled: bool, torch_threads: int) -> int | None:
-    """The CPU thread count that enters the fingerprint: the one the numbers were computed with, for a scorer on a
-    CPU whose numbers depend on it (one in the CPU pool); None on a GPU and for thread-independent scorers."""
+    """The CPU thread count that enters the fingerprint: the one whose bits the numbers are, for a scorer on a CPU
+    whose numbers depend on it (one in the CPU pool; ``Scorer.computing_threads`` of the loaded scorer otherwise:
+    ECAPA's exact path computes the two-thread bits on one thread); None on a GPU and for thread-independent ones."""
     if scorer.device != "cpu" or not scorer.threads_change_numbers:
         return None
-    return CpuPool.threads if pooled else torch_threads
+    return CpuPool.threads if pooled else scorer.computing_threads(torch_threads)
 
 
 def make_scorer(group: str, settings, device: str, hash_cache: HashCache) -> Scorer:
@@ -111,6 +112,8 @@ def score_items(scorer: Scorer, fingerprint: str, items: list[ScoreItem], cache:
         log.warning("%s", line)
     if progress is not None:
         progress.start(group, fingerprint, len(items), len(items) - len(todo))
+    if pool is None:
+        scorer.prepare(todo)
     size = pool.chunk_size(len(todo), batch_size) if pool is not None else batch_size
     batches = [todo[k:k + size] for k in range(0, len(todo), size)]
     scored = (pool.score(group, backend, options, batches, overlap.spare_cores) if pool is not None
@@ -162,7 +165,6 @@ def run_group_jobs(group: str, settings, device: str, jobs: list[tuple], hash_ca
     backend = evaluation.scorer_options["whisper"]["backend"]
     scorer = make_scorer(group, settings, device, hash_cache)
     pooled = pool is not None and type(scorer).cpu_bound
-    threads = fingerprint_threads(scorer, pooled, torch.get_num_threads())
     started = time.perf_counter()
     with policy(scorer.device):  # IEEE float32 on a GPU (evaluate/precision.py)
         try:
@@ -173,6 +175,7 @@ def run_group_jobs(group: str, settings, device: str, jobs: list[tuple], hash_ca
                 raise
             return [not_run(scorer, exc, items, *rest) for items, cache, *rest in jobs]
         try:
+            threads = fingerprint_threads(scorer, pooled, torch.get_num_threads())  # loaded: its kernels known
             provenance = scorer_provenance(scorer, evaluation.batch_size, threads)
             torch.manual_seed(0)
             out = []

@@ -69,7 +69,8 @@ def read_evaluation(reader: ConfigReader, run_seed: int | None = None) -> Evalua
     options = {
         "ecapa": {"threshold": reader.float("evaluation.ecapa.threshold", minimum=-1.0, maximum=1.0),
                   "local_dir": reader.path("evaluation.ecapa.local_dir", None),
-                  "allow_hub": reader.bool("evaluation.ecapa.allow_hub")},
+                  "allow_hub": reader.bool("evaluation.ecapa.allow_hub"),
+                  "workers": reader.int("evaluation.ecapa.workers", None, minimum=0, maximum=1024, allow_none=True)},
         "whisper": whisper,
         "mcd": {},
         "dnsmos": {"local_dir": reader.path("evaluation.dnsmos.local_dir", None)},

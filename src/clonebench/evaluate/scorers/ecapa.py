@@ -8,18 +8,33 @@ with the model's ``similarity`` (cosine, eps 1e-6). SVA = ``score > threshold`` 
 A clip's embedding therefore never depends on a batch, its neighbours, its order or a cache.
 ``Pretrained.load_audio`` itself is not called only because it first routes the path through
 ``speechbrain.utils.fetching.fetch`` (URL / ``::`` handling), which adds nothing for a local file.
+
+On a CPU with the pinned torch, a clip is embedded on ONE torch thread with the convolution kernels ATen selects at
+two (evaluate/exact_conv.py): the bits of a two-thread ``verify_files`` (rvcbench's on a 2-core host) at about half
+the CPU, whatever the host's core count; the fingerprint records that protocol thread count (``PROTOCOL_THREADS``),
+not the one computing, and clips are shared out over one such process per core (evaluate/ecapa_workers.py). On
+another torch the rule is unverified: the model runs on torch's own threads, fingerprinted with their count.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
+import logging
+
+from clonebench.evaluate import exact_conv, overlap
 from clonebench.evaluate.assets import ResolvedAsset, resolve
 from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.evaluate.locks import ECAPA
 
+log = logging.getLogger(__name__)
 PROTOCOL = "verify_files (one clip per forward pass, no padding)"
+# the torch thread count whose kernel selection and bits the one-thread exact path reproduces (checked by
+# tests/integration/test_exact_conv.py against a two-thread process): what the fingerprint records for it
+PROTOCOL_THREADS = 2
+_warned: list[str] = []
 
 
 class EcapaScorer(Scorer):
@@ -38,6 +53,8 @@ class EcapaScorer(Scorer):
         super().__init__(*args, **kwargs)
         self._model = None
         self._asset: ResolvedAsset | None = None
+        self.exact = False  # one-thread embeddings with the multi-thread kernels (evaluate/exact_conv.py)
+        self._workers = None
 
     def version(self) -> str:
         return (f"speechbrain-ecapa {ECAPA.asset_id}@{ECAPA.revision} {PROTOCOL}: speechbrain audio_io.load + "
@@ -66,6 +83,48 @@ class EcapaScorer(Scorer):
                                                       run_opts={"device": self.device})
         self._model.eval()
         self._embeddings: dict[str, object] = {}
+        if self.device == "cpu":
+            reason = exact_conv.unverified_reason()
+            if reason is None:
+                exact_conv.install(self._model.mods)
+                self.exact = True
+            elif reason not in _warned:
+                _warned.append(reason)
+                log.warning("ECAPA one-thread exact path off: %s", reason)
+
+    def computing_threads(self, torch_threads: int) -> int:
+        """The thread count whose bits the embeddings are: the protocol's two on the exact path."""
+        return PROTOCOL_THREADS if self.exact else torch_threads
+
+    def _workers_for_run(self):
+        """The embedding processes (this one and the pool's: evaluate/ecapa_workers.py), made on first use; None
+        when embedding stays in this process (not exact, or inside a pool worker)."""
+        if self._workers is None and self.exact and not overlap.is_worker():
+            from clonebench.evaluate.ecapa_workers import EmbeddingWorkers, processes_for
+            from clonebench.evaluate.threads import available_cores
+
+            setting = self.options.get("workers")
+            self._workers = EmbeddingWorkers(processes_for(setting, available_cores()), setting is not None,
+                                             {k: v for k, v in self.options.items() if k != "workers"},
+                                             self.hash_cache.db_path, self.embed, _from_array)
+        return self._workers
+
+    def _clips(self, items: list[ScoreItem]) -> list[tuple[str, Path]]:
+        """(memo key, path) of every clip ``items`` need, in order (a clip known only by its path: keyed by it)."""
+        out = []
+        for item in items:
+            for path, sha in ((Path(item.target_path), item.target_sha256),
+                              (Path(item.generated_path), item.generated_sha256)):
+                out.append((sha or f"path:{path}", path))
+        return out
+
+    def prepare(self, items: list[ScoreItem]) -> None:
+        """Queue the clips of the items about to be scored (in batch order) so that the workers run ahead."""
+        from clonebench.evaluate.validity import too_short
+
+        workers = self._workers_for_run()
+        if workers is not None:
+            workers.plan(self._clips([i for i in items if too_short(self, i) is None]), self._embeddings)
 
     def load_clip(self, path: Path):
         """The 16 kHz mono tensor ``Pretrained.load_audio(path)`` returns (on the model's device)."""
@@ -75,39 +134,58 @@ class EcapaScorer(Scorer):
         return self._model.audio_normalizer(signal.to(self._model.device), rate)
 
     def embed(self, path: Path):
-        """One clip's embedding, computed alone (as ``verify_files``: batch of one, relative length 1)."""
+        """One clip's embedding, computed alone (as ``verify_files``: batch of one, relative length 1); on one
+        thread on the exact path."""
         import torch
 
-        with torch.inference_mode():
+        with exact_conv.torch_threads(1) if self.exact else contextlib.nullcontext(), torch.inference_mode():
             return self._model.encode_batch(self.load_clip(path).unsqueeze(0), None, normalize=False)
+
+    def embed_array(self, path: str):
+        """``embed`` as a float32 array (what a pool worker returns)."""
+        return self.embed(Path(path)).numpy()
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         import torch
 
         # by content (sha256): a clip is embedded once for the scorer's life, however many pairs, tasks or runs of
         # one evaluate pass use it (a target shared by several tasks; a derived task's unprocessed clone, the
-        # source task's generated clip). An embedding is computed alone, so reusing it changes no bit.
+        # source task's generated clip). An embedding is computed alone, so reusing it changes no bit. A clip known
+        # only by its path is embedded once per call.
         embeddings = self._embeddings
-        local: dict[str, object] = {}  # a clip known only by its path: once per call
-
-        def embedding(path: Path, sha256: str):
-            memo, key = (embeddings, sha256) if sha256 else (local, str(path))
-            if key not in memo:
-                memo[key] = self.embed(path)
-            return memo[key]
-
+        clips = self._clips(items)
+        local = [key for key, _ in clips if key.startswith("path:")]
+        workers = self._workers_for_run()
         threshold = self.options["threshold"]
         records = []
-        for item in items:
-            target = embedding(Path(item.target_path), item.target_sha256)
-            generated = embedding(item.generated_path, item.generated_sha256)
-            with torch.inference_mode():
-                score = float(self._model.similarity(target, generated).reshape(-1)[0].cpu())
-            records.append(ScoreRecord(item.sample_id, {"sim": score, "sva": float(score > threshold)}))
+        try:
+            if workers is not None:
+                workers.fill(clips, embeddings)
+            for item, k in zip(items, range(0, len(clips), 2)):
+                for key, path in clips[k:k + 2]:
+                    if key not in embeddings:
+                        embeddings[key] = self.embed(path)
+                target, generated = embeddings[clips[k][0]], embeddings[clips[k + 1][0]]
+                with torch.inference_mode():
+                    score = float(self._model.similarity(target, generated).reshape(-1)[0].cpu())
+                records.append(ScoreRecord(item.sample_id, {"sim": score, "sva": float(score > threshold)}))
+        finally:
+            for key in local:
+                embeddings.pop(key, None)
         return records
 
     def release(self) -> None:
         self._embeddings = {}
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
         super().release()
         import shutil
         shutil.rmtree(getattr(self, "_savedir", ""), ignore_errors=True)
+
+
+def _from_array(array):
+    import torch
+
+    return torch.from_numpy(array)
+

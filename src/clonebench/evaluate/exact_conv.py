@@ -1,0 +1,158 @@
+"""One-thread convolutions with the kernels ATen selects at several threads: ECAPA's bits at one thread per worker.
+
+ATen picks a CPU convolution's backend in ``ConvParams::use_mkldnn`` (aten/src/ATen/native/Convolution.cpp, torch
+2.11.0). A float32 CPU convolution, after a 1-D one is viewed as 2-D (``input.contiguous().unsqueeze(2)``, weight
+``unsqueeze(2)``, stride ``(1, s)``, padding ``(0, p)``, dilation ``(1, d)``), goes to oneDNN
+(``mkldnn_convolution``) when both hold:
+
+- A: strided, or dilated, or batch >= 16, or the kernel is not 1x1, **or torch has more than one thread**;
+- B: groups > 1, or both kernel sides > 3, or batch > 1, or the input has more than 20,480 elements;
+
+else to the native kernels (``thnn_conv2d``, ``slow_conv_dilated2d``). The thread count enters only through A, and
+only for an undilated, unstrided 1x1 convolution of batch < 16: with one thread such a layer with B true goes to
+the native kernel, with two or more to oneDNN. oneDNN's result does not depend on the thread count, so computing
+exactly those layers with ``torch.mkldnn_convolution`` on one thread gives the bits of the multi-thread selection
+(tests/integration/test_exact_conv.py checks the embeddings byte for byte on 40+ clips; the rule is restated here
+because ATen exposes no Python call that says which backend it would choose). Every other convolution is left to
+ATen unchanged: its selection does not depend on the thread count.
+
+The rule is only trusted for the torch versions whose source was read and whose bits were checked
+(``VERIFIED_TORCH``); on another one :func:`unverified_reason` names the fix and callers keep torch's own path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+# torch versions whose use_mkldnn rule was read from the source and checked bit for bit (public version: "2.11.0")
+VERIFIED_TORCH = ("2.11.0",)
+# the input size above which a batch-1, groups-1, small-kernel convolution goes to oneDNN (ATen's constant)
+MKLDNN_MIN_ELEMENTS = 20480
+# what the fingerprint records: the selection the bits are defined by, whatever thread count computed them
+SELECTION = "aten-use_mkldnn@threads>1"
+
+
+def public_version(version: str) -> str:
+    return version.split("+")[0]
+
+
+def unverified_reason(torch_module=None) -> str | None:
+    """None when the exact one-thread path may be used in this process; else why not, with the fix."""
+    torch = torch_module
+    if torch is None:
+        import torch
+    version = public_version(torch.__version__)
+    if version not in VERIFIED_TORCH:
+        return (f"torch {torch.__version__}: its convolution backend rule (use_mkldnn) was verified only for torch "
+                f"{', '.join(VERIFIED_TORCH) or '(none)'}, so ECAPA keeps torch's own multi-thread path (slower, "
+                f"same protocol); fix: install torch=={(VERIFIED_TORCH or ('2.11.0',))[-1]} (the project's pin), or "
+                "check the rule for this version and add it to clonebench.evaluate.exact_conv.VERIFIED_TORCH")
+    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
+        return (f"torch {torch.__version__} has oneDNN (mkldnn) unavailable or disabled, so ECAPA keeps torch's own "
+                "path; fix: a torch build with oneDNN, and leave torch.backends.mkldnn.enabled on")
+    if not _self_checked:
+        _self_checked.append(_self_check(torch))
+    if not _self_checked[0]:
+        return (f"on this host a 1x1 convolution routed by the rule on one thread did not give the bytes of torch's "
+                f"two-thread path (torch {torch.__version__}), so ECAPA keeps torch's own path; fix: report the host's "
+                "CPU (lscpu) with `clonebench doctor --eval`'s output")
+    return None
+
+
+_self_checked: list[bool] = []
+
+
+def _self_check(torch) -> bool:
+    """A layer the thread count re-routes (1x1, 1024 channels, 100 frames, as ECAPA's: above ATen's size threshold,
+    and one whose plain one-thread bytes differ on the project's machines), computed by
+    :func:`conv1d` on one thread and by ``F.conv1d`` on two: the same bytes? (a few milliseconds)"""
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 1024, 100, generator=generator)
+    w = torch.randn(1024, 1024, 1, generator=generator) * 0.03
+    b = torch.randn(1024, generator=generator)
+    with torch.inference_mode():
+        with torch_threads(2):
+            two = F.conv1d(x, w, b)
+        with torch_threads(1):
+            one = conv1d(torch, x, w, b, 1, 0, 1, 1)
+    return bool(torch.equal(one, two))
+
+
+def uses_mkldnn(input_shape: tuple, kernel: int, stride: int, dilation: int, groups: int, threads: int) -> bool:
+    """ATen's use_mkldnn for a float32 CPU conv1d on a dense input, viewed as 2-D (see the module docstring)."""
+    batch = input_shape[0]
+    elements = 1
+    for size in input_shape:
+        elements *= size
+    a = stride != 1 or dilation != 1 or batch >= 16 or kernel != 1 or threads > 1  # the 2-D view's kernel is 1 x k
+    b = groups > 1 or batch > 1 or elements > MKLDNN_MIN_ELEMENTS  # "both kernel sides > 3" is false for 1 x k
+    return a and b
+
+
+def conv1d(torch, x, weight, bias, stride: int, padding: int, dilation: int, groups: int):
+    """``F.conv1d`` with the multi-thread backend selection, whatever torch's thread count (dense float32 CPU
+    input without autograd; anything else goes to ``F.conv1d`` as is)."""
+    import torch.nn.functional as F
+
+    if (x.dim() != 3 or x.dtype != torch.float32 or x.device.type != "cpu" or x.layout != torch.strided
+            or torch.is_grad_enabled() or torch.get_num_threads() > 1
+            or not uses_mkldnn(tuple(x.shape), weight.shape[-1], stride, dilation, groups, threads=2)
+            or uses_mkldnn(tuple(x.shape), weight.shape[-1], stride, dilation, groups, threads=1)):
+        return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
+    # ATen's own steps for this backend: contiguous input, both viewed as 2-D, mkldnn_convolution, viewed back
+    x4 = x.contiguous().unsqueeze(2)
+    w4 = weight.unsqueeze(2).contiguous()
+    b = bias.contiguous() if bias is not None else None
+    return torch.mkldnn_convolution(x4, w4, b, (0, padding), (1, stride), (1, dilation), groups).squeeze(2)
+
+
+def _conv_forward(self, input, weight, bias):
+    """``nn.Conv1d._conv_forward`` with :func:`conv1d` (the same padding steps)."""
+    import torch
+    import torch.nn.functional as F
+
+    if isinstance(self.padding, str):  # 'same'/'valid' strings: torch's path (ECAPA's layers use integers)
+        return type(self)._conv_forward(self, input, weight, bias)
+    if self.padding_mode != "zeros":
+        input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        padding = 0
+    else:
+        padding = self.padding[0]
+    return conv1d(torch, input, weight, bias, self.stride[0], padding, self.dilation[0], self.groups)
+
+
+def install(model) -> int:
+    """Route every ``nn.Conv1d`` inside ``model`` through :func:`conv1d` (the module's own instances only; the
+    class and other models are untouched); returns how many. The caller checks :func:`unverified_reason` first."""
+    import torch
+
+    count = 0
+    for module in model.modules():
+        if type(module) is torch.nn.Conv1d:
+            module._conv_forward = types.MethodType(_conv_forward, module)
+            count += 1
+    return count
+
+
+def uninstall(model) -> None:
+    import torch
+
+    for module in model.modules():
+        if type(module) is torch.nn.Conv1d:
+            module.__dict__.pop("_conv_forward", None)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """torch's intra-op thread count set to ``n`` for the block, restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,115 @@
+"""evaluate/ecapa_workers.py's scheduling, with a thread pool standing in for the worker processes and a digest of
+the file standing in for the embedding (the real workers' bytes: tests/integration/test_exact_conv.py)."""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from clonebench.evaluate import ecapa_workers
+from clonebench.evaluate.ecapa_workers import EmbeddingWorkers
+
+
+def _embedding(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class ThreadPool:
+    """CpuPool's submit/close/workers over threads; records what it was given."""
+
+    started = 0
+
+    def __init__(self, workers: int, hash_cache_path):
+        self.workers = workers
+        self.executor = ThreadPoolExecutor(workers)
+        self.taken: list[str] = []
+        ThreadPool.started += 1
+        ThreadPool.last = self
+
+    def submit(self, group, backend, options, method, path):
+        assert (group, method) == ("ecapa", "embed_array")
+        self.taken.append(Path(path).name)
+        if Path(path).name.startswith("bad"):
+            return self.executor.submit(lambda: 1 / 0)
+        return self.executor.submit(_embedding, path)
+
+    def close(self):
+        self.executor.shutdown()
+
+
+def _clips(tmp_path, seconds: list[float]) -> list[tuple[str, Path]]:
+    out = []
+    for k, s in enumerate(seconds):
+        path = tmp_path / f"{'bad' if s < 0 else 'clip'}{k}.wav"
+        sf.write(str(path), np.full(int(abs(s) * 8000), k / 100.0), 8000, subtype="PCM_16")
+        out.append((f"key{k}", path))
+    return out
+
+
+def _workers(monkeypatch, here: list, explicit=True):
+    import clonebench.evaluate.cpu_pool as cpu_pool
+
+    monkeypatch.setattr(cpu_pool, "CpuPool", ThreadPool)
+    ThreadPool.started = 0
+
+    def embed_here(path):
+        here.append(Path(path).name)
+        if Path(path).name.startswith("bad"):
+            raise ValueError("unreadable")
+        return _embedding(path)
+
+    return EmbeddingWorkers(2, explicit, {"threshold": 0.25}, None, embed_here, lambda a: a)
+
+
+def test_every_clip_is_embedded_once_by_one_process(tmp_path, monkeypatch):
+    here: list[str] = []
+    workers = _workers(monkeypatch, here)
+    clips = _clips(tmp_path, [1.0] * 12)
+    memo: dict = {}
+    workers.plan(clips, memo)
+    for k in range(0, 12, 4):
+        workers.fill(clips[k:k + 4], memo)
+        assert all(key in memo for key, _ in clips[k:k + 4])
+    assert memo == {key: _embedding(path) for key, path in clips}
+    taken = ThreadPool.last.taken
+    assert sorted(taken + here) == sorted(p.name for _, p in clips)  # each clip by exactly one process
+    assert taken and here
+    workers.close()
+
+
+def test_long_clips_are_embedded_here_alone_and_small_runs_start_no_worker(tmp_path, monkeypatch):
+    here: list[str] = []
+    workers = _workers(monkeypatch, here)
+    clips = _clips(tmp_path, [1.0, 1.0, ecapa_workers.LONG_CLIP_S + 1, 1.0, 1.0, 1.0])
+    memo: dict = {}
+    workers.plan(clips[:3], memo)
+    workers.fill(clips[:3], memo)
+    assert "clip2.wav" in here and "clip2.wav" not in ThreadPool.last.taken
+    assert workers._pool is None  # stopped for the long clip
+    workers.fill(clips[3:], memo)
+    assert ThreadPool.started == 2 and len(memo) == 6  # started again for a batch of short clips
+    workers.close()
+
+    small = _workers(monkeypatch, [], explicit=False)
+    small.plan(clips[3:], {})
+    assert small._pool is None  # 3 s of audio: below POOL_MIN_SECONDS, no worker started
+
+
+def test_a_clip_a_worker_cannot_embed_raises_here_for_its_own_batch(tmp_path, monkeypatch):
+    here: list[str] = []
+    workers = _workers(monkeypatch, here)
+    clips = _clips(tmp_path, [-1.0, 1.0, 1.0, 1.0])
+    memo: dict = {}
+    workers.plan(clips, memo)
+    workers.fill(clips[2:], memo)  # another batch: the bad clip's error does not surface here
+    try:
+        workers.fill(clips[:2], memo)
+        raised = None
+    except ValueError as exc:
+        raised = exc
+    assert raised is not None and "bad0.wav" in here and "key0" not in memo
+    workers.close()
