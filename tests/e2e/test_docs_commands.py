@@ -40,6 +40,8 @@ INLINE_NOT_RUN = {
     "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json --root /data/LibriTTS_eval": "needs "
         "LibriTTS at /data/LibriTTS_eval; the subcommand runs on manifests in tests/integration/test_cli_manifest.py",
     "bash bench/gpu_check_pack.sh .gpu_pack": "packs the one-shot GPU check for a GPU machine (docs/gpu.md)",
+    "python -m clonebench.standin --listen 127.0.0.1:18011": "a server that runs until stopped; the cluster recipe's "
+        "test (tests/e2e/test_slurm_cluster.py) starts the stand-in on a free loopback port instead",
     "python -m clonebench.standin --protocol cosyvoice": "a server that runs until stopped; "
         "tests/integration/test_cosyvoice_protocol.py runs it",
     "python -m clonebench.standin --protocol zonos2": "a server that runs until stopped; "
