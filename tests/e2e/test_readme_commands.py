@@ -138,8 +138,11 @@ def run_elsewhere() -> dict[str, str]:
 
 def readme_command(prefix: str) -> str:
     """The one command of README.md and docs/ that starts with ``prefix`` (continuation lines joined, comments
-    dropped); printed on several pages, it must be printed identically."""
+    dropped); printed on several pages, it must be printed identically. A prefix that is a whole printed command
+    names that command, even where a longer one starts with it."""
     matches = [c for c in text_block_commands() if c.startswith(prefix)]
+    if prefix in matches:
+        return prefix
     where = {name: [c for c in commands if c.startswith(prefix)]
              for name, commands in text_block_commands_by_file().items()}
     assert len(matches) == 1, (f"README.md and docs/ have {len(matches)} different commands starting with "

@@ -32,7 +32,7 @@ from tests.conftest import REPO, generate_run
 from tests.e2e.test_readme_commands import readme_command
 
 GENERATE = "python run_vc.py --config-name demo -m hydra/launcher=slurm_cpu_generate"
-STATUS = "clonebench status results/demo/multirun-"
+STATUS = "clonebench status results/demo/multirun-<stamp>-<id>"
 MERGE = "clonebench merge results/demo/multirun-"
 EVALUATE = "python run_vc.py --config-name demo -m hydra/launcher=slurm_gpu_evaluate"
 REPORT = "clonebench report results/demo/multirun-"
