@@ -10,7 +10,7 @@ from tests.docs_workspace import Workspace
 
 SWEEP = "python scripts/demo.py -m vc.shard.count=2"
 MERGE = "clonebench merge results/demo/multirun-"
-STATUS = "clonebench status results/demo/multirun-"
+STATUS = "clonebench status results/demo/multirun-<stamp>-<id>/merged"
 MANIFEST = "clonebench manifest reproduction/subsets/libritts16_v1/metadata.json"
 README_COMMANDS = (SWEEP, MERGE, STATUS, MANIFEST)
 
