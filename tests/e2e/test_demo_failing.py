@@ -92,7 +92,7 @@ def test_the_python_api_gives_every_value_of_the_failing_run(failing):
     requests = []
     for k, row in enumerate(rows):
         pair = pairs[row["pair_id"]]
-        requests.append({"generated": row["generated_audio"], "reference": row["target_audio"],
+        requests.append({"generated": str(run / row["generated_audio"]), "reference": row["target_audio"],
                          "text": row["target_text"], "language": row["language"],
                          "prompt": str(data / pair["prompt_file_name"]), "prompt_text": pair["prompt_text"],
                          "prompt_language": pair["prompt_language"],

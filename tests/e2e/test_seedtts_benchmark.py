@@ -101,3 +101,13 @@ def test_generate_score_and_report_every_test_set(tmp_path, checkpoints):
     (skip,) = json.loads(skipped.stdout)
     assert skip["metrics"]["seed_sim"]["n"] == 3 and entry["metrics"]["seed_sim"]["n"] == 4
     assert skip["metrics"]["seed_sim"]["mean"] >= entry["metrics"]["seed_sim"]["mean"] - 1e-12
+
+    # runs that travel: the three runs moved elsewhere (the originals gone) give the same summary, read from the copies
+    moved = {name: tmp_path / "moved" / name / run.name for name, run in runs.items()}
+    for name, run in runs.items():
+        moved[name].parent.mkdir(parents=True)
+        shutil.move(str(run), moved[name])
+    again = subprocess.run([sys.executable, "-m", "clonebench.cli.main", "seedtts", *map(str, moved.values()),
+                            "--with-published"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == shown.stdout and not any(run.exists() for run in runs.values())
