@@ -73,14 +73,21 @@ def test_evaluate_only_reuses_the_cache_and_does_not_copy_audio(scored, demo_dat
     assert all(r["generated_audio"].startswith(str(tmp / "results" / "first")) for r in rows)
 
 
-def test_another_thread_count_misses_the_cache(scored, demo_dataset):
+def test_another_thread_count_reuses_exact_ecapa_scores(scored, demo_dataset):
+    """ECAPA's one-thread exact path computes the two-thread bits at any thread count (evaluate/exact_conv.py), so
+    its fingerprint records the protocol's two threads and a run scored with another thread count reuses every
+    cached score; torch's own path would record (and miss on) the count it ran with."""
+    from clonebench.evaluate.exact_conv import unverified_reason
+
+    assert unverified_reason() is None  # the pinned torch: the exact path's rule is verified
     tmp, _ = scored
     first = json.loads((tmp / "results" / "first" / "scoring_manifest.json").read_text())
-    used = first["scorers"]["ecapa"]["execution"]["cpu_threads"]  # the host's default count (1 on a one-core host)
-    other = 1 if used != 1 else 2
-    _evaluate_only(tmp, demo_dataset, "threads", "evaluation.metrics=[sim]", f"evaluation.cpu_threads={other}")
+    assert first["scorers"]["ecapa"]["execution"]["cpu_threads"] == 2
+    _evaluate_only(tmp, demo_dataset, "threads", "evaluation.metrics=[sim]", "evaluation.cpu_threads=1")
     manifest = json.loads((tmp / "results" / "threads" / "scoring_manifest.json").read_text())
-    assert manifest["scorers"]["ecapa"]["cached"] == 0 and manifest["scorers"]["ecapa"]["execution"]["cpu_threads"] == other
+    ecapa = manifest["scorers"]["ecapa"]
+    assert ecapa["execution"]["cpu_threads"] == 2 and ecapa["fingerprint"] == first["scorers"]["ecapa"]["fingerprint"]
+    assert ecapa["cached"] == 4
 
 
 def test_a_corrupt_wav_fails_that_sample_not_the_run(scored, demo_dataset, tmp_path):

@@ -42,10 +42,11 @@ CASES = [
     ("--info all", ["--info", "all", f"adversary.endpoint_url={URL}"], 0, "Defaults Tree"),
     ("--info config", ["--info", "config", f"adversary.endpoint_url={URL}"], 0, "Config"),
     ("--help", ["--help", f"adversary.endpoint_url={URL}"], 0, "Powered by Hydra"),
+    # a sweep whose jobs all failed exits 1 with a line per shard (runs/sweep_outcome.py): no secret in those lines
     ("multirun listing, multirun.yaml, each job's .hydra/", ["-m", f"adversary.endpoint_url={URL},{OTHER}",
-                                                             "adversary.concurrency=x"], 0, "Launching 2 jobs"),
+                                                             "adversary.concurrency=x"], 1, "Launching 2 jobs"),
     ("multirun with the joblib launcher", ["-m", "hydra/launcher=joblib", f"adversary.endpoint_url={URL},{OTHER}",
-                                           "adversary.concurrency=x"], 0, "Launching jobs"),
+                                           "adversary.concurrency=x"], 1, "Launching jobs"),
     ("an API key as the value of an unknown key", [f"+adversary.api_key={KEY}"], 2, "are not used by clonebench"),
     ("an API key given instead of its variable's name", [f"adversary.api_key_env={KEY}", "adversary.concurrency=x"], 2,
      "is not an integer"),
