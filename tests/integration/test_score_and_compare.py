@@ -65,8 +65,9 @@ def test_a_scored_folder_is_a_generated_run_with_the_folder_provenance(scored, c
 def test_the_python_api_gives_the_cli_numbers(scored):
     from clonebench.metrics import Evaluator
 
-    rows = _rows(scored["scores"] / "noclone" / "espeak_demo")
-    requests = [{"generated": r["generated_audio"], "reference": r["target_audio"], "text": r["target_text"],
+    run_dir = scored["scores"] / "noclone" / "espeak_demo"
+    rows = _rows(run_dir)
+    requests = [{"generated": str(run_dir / r["generated_audio"]), "reference": r["target_audio"], "text": r["target_text"],
                  "language": r["language"]} for r in rows]
     with Evaluator(["sim", "sva", "wer", "mcd"], config_name="demo", overrides=["evaluation.whisper.model=tiny.en"]) as ev:
         many = ev.score_many(requests)
