@@ -83,7 +83,13 @@ def test_another_thread_count_reuses_exact_ecapa_scores(scored, demo_dataset):
     tmp, _ = scored
     first = json.loads((tmp / "results" / "first" / "scoring_manifest.json").read_text())
     assert first["scorers"]["ecapa"]["execution"]["cpu_threads"] == 2
-    _evaluate_only(tmp, demo_dataset, "threads", "evaluation.metrics=[sim]", "evaluation.cpu_threads=1")
+    import torch
+
+    before = torch.get_num_threads()
+    try:  # an in-process run sets the process's torch threads: later tests get the count they had
+        _evaluate_only(tmp, demo_dataset, "threads", "evaluation.metrics=[sim]", "evaluation.cpu_threads=1")
+    finally:
+        torch.set_num_threads(before)
     manifest = json.loads((tmp / "results" / "threads" / "scoring_manifest.json").read_text())
     ecapa = manifest["scorers"]["ecapa"]
     assert ecapa["execution"]["cpu_threads"] == 2 and ecapa["fingerprint"] == first["scorers"]["ecapa"]["fingerprint"]

@@ -8,7 +8,8 @@ so at N in flight the factor is f = 1 + 0.5 (N - 1): 1, 1.5, 2.5 at N = 1, 2, 4.
 - chunks leave every 0.2 f s while each plays 0.4 s: no stall at N = 1, 2 (0.2 and 0.3 s), two stalls of
   0.5 s - 0.4 s = 0.1 s at N = 4, the first once the first chunk has played (TTFA + 0.4 s), with no pre-buffer;
 - capacity at a 0.2 s TTFA budget and no starvation: 2 (N = 4 breaks both).
-Tolerances: times +40 ms / -5 ms of the script (a loaded 2-core CI machine), stall totals +-30 ms.
+Tolerances: times +80 ms / -5 ms of the script (a loaded 2-core machine: +55 ms seen with three test processes;
+the -5 ms side alone proves the scripted slowdown), stall totals +-30 ms.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from clonebench.standin.process import start_process
 from tests.conftest import compose
 
 PROFILE = "first=0.1,rtf=0.5,slowdown=0.5,chunk=0.4,audio=1.2"
-LATE, EARLY = 0.04, 0.005
+LATE, EARLY = 0.08, 0.005
 
 
 def serving_run(tmp_path, data, url, path, *extra):
