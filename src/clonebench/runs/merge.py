@@ -208,12 +208,16 @@ def _place(work: Path, out: Path) -> None:
 def _merge_journals(shards: list[Shard], everything, owner: dict, out: Path, status: str, counts: dict) -> None:
     """Each pair's events from the shard that owns it, in manifest order, then one ``run_end`` with the merged
     status: the shards' own run_end events describe each job, not the merged run (``clonebench status`` reads it)."""
-    events = {s.name: [e for e in read_events(s.folder / JOURNAL_NAME) if e.get("sample_id")] for s in shards}
-    lines = []
-    for sample in everything:
-        lines += [json.dumps(e, ensure_ascii=False) for e in events[owner[sample.sample_id].name]
-                  if e["sample_id"] == sample.sample_id]
-    ends = [e["ts"] for s in shards for e in read_events(s.folder / JOURNAL_NAME) if e.get("event") == "run_end"]
+    by_sample: dict[tuple[str, str], list[str]] = {}  # (shard, sample id) -> its events, in journal order
+    ends = []
+    for shard in shards:  # each journal read once
+        for event in read_events(shard.folder / JOURNAL_NAME):
+            if event.get("sample_id"):
+                by_sample.setdefault((shard.name, event["sample_id"]), []).append(json.dumps(event, ensure_ascii=False))
+            elif event.get("event") == "run_end":
+                ends.append(event["ts"])
+    lines = [line for sample in everything
+             for line in by_sample.get((owner[sample.sample_id].name, sample.sample_id), [])]
     lines.append(json.dumps({"event": "run_end", "ts": max(ends, default=0.0), "status": status, "counts": counts,
                              "error": None, "merged_from": [s.name for s in shards]}, ensure_ascii=False))
     atomic_write_text(out / JOURNAL_NAME, "".join(line + "\n" for line in lines))
