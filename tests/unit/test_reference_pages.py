@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -19,6 +20,14 @@ def builder():
 
 def test_committed_reference_pages_are_up_to_date(capsys):
     assert builder().main(["--check"]) == 0, capsys.readouterr().out + " (run: python scripts/build_reference.py)"
+
+
+def test_the_reference_pages_hold_nothing_of_the_machine_that_built_them():
+    """A help text naming this checkout's absolute path makes the committed page stale on every other clone."""
+    for page in ("cli.md", "config.md"):
+        text = (REPO / "docs" / "reference" / page).read_text()
+        for marker in {str(REPO), str(REPO.parent), str(Path.home())} - {"/"}:
+            assert marker not in text.replace("\n", ""), f"{page} names {marker}"
 
 
 def test_the_check_sees_a_stale_page(tmp_path, capsys):

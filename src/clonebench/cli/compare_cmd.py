@@ -27,7 +27,7 @@ from pathlib import Path
 
 from clonebench.core.atomic import atomic_write_json
 from clonebench.core.errors import ClonebenchError
-from clonebench.core.paths import REPRODUCTION_DIR
+from clonebench.core.paths import REPO_DIR, REPRODUCTION_DIR
 from clonebench.report.compare import OPTIONAL_PAIRED, PAIRED_METRICS, compare
 from clonebench.report.format import metric_label, metric_number
 from clonebench.report.tables import load_plain
@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="*", help="[NAME=]PATH of each system (two or more); or one evaluated run "
                                                 "to compare with --historical")
     parser.add_argument("--current", type=Path, help="instead of RUN: a per-sample table (JSON/CSV) or run directory")
-    parser.add_argument("--historical", type=Path, help=f"historical result set (default: {DEFAULT_HISTORICAL})")
+    parser.add_argument("--historical", type=Path, help="historical result set (default: the checkout's "
+                        f"{DEFAULT_HISTORICAL.relative_to(REPO_DIR).as_posix()})")
     parser.add_argument("--metrics", help=f"comma-separated (default: every metric all systems have; with one run: "
                                           f"{','.join(PAIRED_METRICS)}, then {','.join(OPTIONAL_PAIRED)} when both "
                                           "sides have it)")
