@@ -3,7 +3,7 @@
 Two checks, against a Seed-TTS-eval checkout read at run time (never copied):
 
 1. the text rule: upstream's ``process_one`` (taken from the checkout's ``run_wer.py`` by its syntax tree and run
-   with jiwer 3.1.0, what it was written for: ``compute_measures``) vs ``evaluate/seedtts_text.py`` on a table of
+   with jiwer 3.1.0, what it was written for: ``compute_measures``) vs ``seedtts/text.py`` on a table of
    tricky strings;
 2. the whole path: the checkout's ``run_wer.py`` itself, run as a script (``python run_wer.py list out en|zh``) on
    eSpeak NG clips, vs ``SeedTTSWhisperScorer`` / ``SeedTTSParaformerScorer`` on the same files, then
@@ -119,7 +119,7 @@ def run_py(code: str, args: list[str], cwd: Path, stdin: str | None = None) -> s
 
 
 def check_rule(checkout: Path) -> int:
-    from clonebench.evaluate.seedtts_text import seedtts_wer
+    from clonebench.seedtts.text import seedtts_wer
 
     upstream = json.loads(run_py(RULE_RUNNER, [str(checkout / "run_wer.py")], checkout,
                                  json.dumps(RULE_CASES, ensure_ascii=False)))
@@ -146,7 +146,7 @@ def espeak(folder: Path, texts: list[str], voice: str, prefix: str) -> list[tupl
 
 
 def check_path(checkout: Path, work: Path, lang: str, scorer, clips: list[tuple[Path, str]]) -> int:
-    from clonebench.evaluate.seedtts_text import seedtts_average
+    from clonebench.seedtts.text import seedtts_average
     from tests.conftest import score_item
 
     listing = work / f"wav_res_text_{lang}"
@@ -207,7 +207,7 @@ def main() -> int:
         from clonebench.core.hashing import HashCache, sha256_file
 
         if "en" in checks:
-            from clonebench.evaluate.scorers.seedtts_whisper import SeedTTSWhisperScorer
+            from clonebench.seedtts.seedtts_whisper import SeedTTSWhisperScorer
             from tests.tiny_models import write_tiny_hf_whisper
 
             folder = write_tiny_hf_whisper(work / "openai" / "whisper-large-v3")
@@ -215,7 +215,7 @@ def main() -> int:
                                           "cpu", HashCache(None))
             different += check_path(checkout, work, "en", scorer, espeak(work, EN_TEXTS, "en-us", "en"))
         if "zh" in checks:
-            from clonebench.evaluate.scorers.seedtts_paraformer import SeedTTSParaformerScorer
+            from clonebench.seedtts.seedtts_paraformer import SeedTTSParaformerScorer
             from tests.tiny_models import write_tiny_paraformer
 
             folder = write_tiny_paraformer(work / PARAFORMER_HUB_NAME)

@@ -121,7 +121,7 @@ def main() -> None:
 
     from clonebench.core.hashing import HashCache, sha256_file
     from clonebench.evaluate.precision import policy
-    from clonebench.evaluate.scorers.seedtts_sim import SeedTTSSimScorer
+    from clonebench.seedtts.seedtts_sim import SeedTTSSimScorer
     from tests.tiny_models import write_tiny_seedtts_verifier
 
     checkpoint = args.checkpoint or write_tiny_seedtts_verifier(

@@ -152,9 +152,9 @@ def write_tiny_seedtts_verifier(path: Path, channels: int = 64, cat_out: int = 1
     file into upstream's model (bench/seedtts_sim_parity.py). Its numbers mean nothing."""
     import torch
 
-    from clonebench.evaluate.seedtts_ecapa import HeadShape
-    from clonebench.evaluate.seedtts_verifier import WAVLM_PREFIX, SeedTTSVerifier
-    from clonebench.evaluate.seedtts_wavlm import WavLMShape
+    from clonebench.seedtts.verifier_ecapa import HeadShape
+    from clonebench.seedtts.verifier import WAVLM_PREFIX, SeedTTSVerifier
+    from clonebench.seedtts.verifier_wavlm import WavLMShape
 
     wavlm = WavLMShape(conv_channels=(32,) * 7, conv_bias=False, embed_dim=64, ffn_dim=128, heads=4, layers=2,
                        pos_conv_kernel=16, pos_conv_groups=4, num_buckets=320)

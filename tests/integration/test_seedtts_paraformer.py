@@ -15,7 +15,7 @@ pytest.importorskip("zhon", reason="seed_wer_zh needs zhon (the eval extra)")
 
 from clonebench.core.hashing import HashCache, sha256_file  # noqa: E402
 from clonebench.evaluate.assets import AssetError  # noqa: E402
-from clonebench.evaluate.seedtts_text import seedtts_wer, zh_simplified  # noqa: E402
+from clonebench.seedtts.text import seedtts_wer, zh_simplified  # noqa: E402
 from tests.conftest import espeak_clips, score_item  # noqa: E402
 from tests.peer import one_torch_thread  # noqa: E402
 
@@ -37,7 +37,7 @@ def clips(tmp_path_factory):
 
 
 def scorer_for(folder, **options):
-    from clonebench.evaluate.scorers.seedtts_paraformer import SeedTTSParaformerScorer
+    from clonebench.seedtts.seedtts_paraformer import SeedTTSParaformerScorer
 
     return SeedTTSParaformerScorer({"local_path": folder, "sha256": sha256_file(folder / "model.pt"), **options},
                                    "cpu", HashCache(None))
@@ -82,7 +82,7 @@ def test_english_pairs_are_sample_errors(tiny_folder, clips):
 
 
 def test_lock_and_sources(tiny_folder, tmp_path):
-    from clonebench.evaluate.scorers.seedtts_paraformer import SeedTTSParaformerScorer
+    from clonebench.seedtts.seedtts_paraformer import SeedTTSParaformerScorer
 
     with pytest.raises(AssetError, match=r"model.pt has sha256 [0-9a-f]{64}, the lock says 0{64}"):
         scorer_for(tiny_folder, sha256="0" * 64).load()
@@ -95,7 +95,7 @@ def test_lock_and_sources(tiny_folder, tmp_path):
 
 
 def test_preflight_names_what_is_missing(tiny_folder):
-    from clonebench.evaluate.scorers.seedtts_paraformer import SeedTTSParaformerScorer
+    from clonebench.seedtts.seedtts_paraformer import SeedTTSParaformerScorer
 
     SeedTTSParaformerScorer.preflight({"local_path": tiny_folder, "sha256": "a" * 64})
     with pytest.raises(AssetError, match="paraformer_local_path .*paraformer_sha256"):

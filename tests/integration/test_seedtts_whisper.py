@@ -14,7 +14,7 @@ pytest.importorskip("zhon", reason="seed_wer_en needs zhon (the eval extra)")
 
 from clonebench.core.hashing import HashCache, sha256_file  # noqa: E402
 from clonebench.evaluate.assets import AssetError  # noqa: E402
-from clonebench.evaluate.seedtts_text import seedtts_wer  # noqa: E402
+from clonebench.seedtts.text import seedtts_wer  # noqa: E402
 from tests.conftest import espeak_clips, score_item  # noqa: E402
 from tests.peer import one_torch_thread  # noqa: E402
 
@@ -36,7 +36,7 @@ def clips(tmp_path_factory):
 
 
 def scorer_for(folder, **options):
-    from clonebench.evaluate.scorers.seedtts_whisper import SeedTTSWhisperScorer
+    from clonebench.seedtts.seedtts_whisper import SeedTTSWhisperScorer
 
     return SeedTTSWhisperScorer({"local_path": folder, "sha256": sha256_file(folder / "model.safetensors"),
                                  "allow_hub": False, **options}, "cpu", HashCache(None))
@@ -85,7 +85,7 @@ def test_lock_and_sources(tiny_folder, tmp_path):
     scorer = scorer_for(tiny_folder, sha256="0" * 64)
     with pytest.raises(AssetError, match=r"model.safetensors has sha256 [0-9a-f]{64}, the lock says 0{64}"):
         scorer.load()
-    from clonebench.evaluate.scorers.seedtts_whisper import MODEL_SAFETENSORS_SHA256, SeedTTSWhisperScorer
+    from clonebench.seedtts.seedtts_whisper import MODEL_SAFETENSORS_SHA256, SeedTTSWhisperScorer
 
     offline = SeedTTSWhisperScorer({"local_path": None, "allow_hub": False}, "cpu", HashCache(None))
     assert offline.lock() == MODEL_SAFETENSORS_SHA256
@@ -98,7 +98,7 @@ def test_lock_and_sources(tiny_folder, tmp_path):
 
 
 def test_preflight_names_what_is_missing(tiny_folder):
-    from clonebench.evaluate.scorers.seedtts_whisper import SeedTTSWhisperScorer
+    from clonebench.seedtts.seedtts_whisper import SeedTTSWhisperScorer
 
     SeedTTSWhisperScorer.preflight({"local_path": tiny_folder, "allow_hub": False})
     SeedTTSWhisperScorer.preflight({"local_path": None, "allow_hub": True})

@@ -12,8 +12,8 @@ import torch
 
 from clonebench.core.hashing import HashCache, sha256_file
 from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.scorers.seedtts_sim import SeedTTSSimScorer
-from clonebench.evaluate.seedtts_verifier import (
+from clonebench.seedtts.seedtts_sim import SeedTTSSimScorer
+from clonebench.seedtts.verifier import (
     SeedTTSCheckpointError,
     build_verifier,
     embed,

@@ -1,4 +1,4 @@
-"""Seed-TTS-eval's text rule (evaluate/seedtts_text.py) against values computed once with the benchmark's own
+"""Seed-TTS-eval's text rule (seedtts/text.py) against values computed once with the benchmark's own
 ``process_one`` (run_wer.py at BytedanceSpeech/seed-tts-eval HEAD, under jiwer 3.1.0 and zhon 2.1.1), kept here as
 literals: (reference, hypothesis, language) -> (wer, substitution, deletion, insertion ratios), or None where
 upstream's jiwer 3 refuses the reference."""
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("zhon", reason="the Seed-TTS-eval rule needs zhon (the eval extra)")
 
-from clonebench.evaluate.seedtts_text import (  # noqa: E402
+from clonebench.seedtts.text import (  # noqa: E402
     seedtts_average,
     seedtts_language,
     seedtts_normalise,
@@ -90,6 +90,6 @@ def test_average_is_plain_mean_in_percent():
 
 def test_zh_simplified():
     pytest.importorskip("zhconv")
-    from clonebench.evaluate.seedtts_text import zh_simplified
+    from clonebench.seedtts.text import zh_simplified
 
     assert zh_simplified("漢語說話") == "汉语说话"

@@ -14,9 +14,9 @@ SCORERS: dict[str, str] = {
     "utmos": "clonebench.evaluate.scorers.utmos:UTMOSScorer",
     "emotion": "clonebench.evaluate.scorers.emotion:EmotionScorer",
     "failures": "clonebench.evaluate.scorers.failures:FailureScorer",
-    "seedtts_sim": "clonebench.evaluate.scorers.seedtts_sim:SeedTTSSimScorer",
-    "seedtts_whisper": "clonebench.evaluate.scorers.seedtts_whisper:SeedTTSWhisperScorer",
-    "seedtts_paraformer": "clonebench.evaluate.scorers.seedtts_paraformer:SeedTTSParaformerScorer",
+    "seedtts_sim": "clonebench.seedtts.seedtts_sim:SeedTTSSimScorer",
+    "seedtts_whisper": "clonebench.seedtts.seedtts_whisper:SeedTTSWhisperScorer",
+    "seedtts_paraformer": "clonebench.seedtts.seedtts_paraformer:SeedTTSParaformerScorer",
 }
 METRIC_GROUPS = {"sim": "ecapa", "sva": "ecapa", "wer": "whisper", "cer": "whisper", "mcd": "mcd", "dnsmos": "dnsmos",
                  "stoi": "stoi", "mos": "utmos", "emotion_match": "emotion", "fail": "failures",

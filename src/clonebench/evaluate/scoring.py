@@ -5,7 +5,6 @@ The run-level orchestration (several runs, the groups' schedule, outputs) is ``e
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from typing import Any
@@ -26,6 +25,7 @@ from clonebench.evaluate.device import execution
 from clonebench.evaluate.precision import policy
 from clonebench.evaluate.progress import ScoringProgress
 from clonebench.evaluate.registry import scorer_class
+from clonebench.evaluate.source_digest import source_digest
 from clonebench.evaluate.threads import pin_blas_threads
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def scorer_provenance(scorer: Scorer, batch_size: int, threads: int | None = Non
     batch it is scored in (tests/integration/test_metric_purity.py), so records scored with any batch size
     are interchangeable. Device, torch/CUDA versions, precision (in the protocol, and the GPU's flags) stay in
     the fingerprint, and the CPU thread count ``threads`` where the numbers depend on it (evaluate/device.py)."""
-    sources = {str(p.name): hashlib.sha256(p.read_bytes()).hexdigest() for p in scorer.source_files()}
+    sources = {str(p.name): source_digest(p) for p in scorer.source_files()}
     facts, host = execution(scorer.device, threads)
     block = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
              "version": scorer.version(), "protocol": {**scorer.protocol(), "precision": scorer.precision()},

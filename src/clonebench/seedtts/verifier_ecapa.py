@@ -117,7 +117,7 @@ class AttentiveStatsPool(nn.Module):
 
 
 class EcapaHead(nn.Module):
-    """The head's modules; :class:`seedtts_verifier.SeedTTSVerifier` holds them at its top level (the
+    """The head's modules; :class:`verifier.SeedTTSVerifier` holds them at its top level (the
     checkpoint's names carry no prefix), so this class only builds them and runs them."""
 
     @staticmethod

@@ -1,5 +1,5 @@
 """Seed-TTS-eval's English WER (``seed_wer_en``): ``openai/whisper-large-v3`` through transformers, scored with the
-benchmark's own text rule (``evaluate/seedtts_text.py``).
+benchmark's own text rule (``seedtts/text.py``).
 
 The benchmark (BytedanceSpeech/seed-tts-eval ``run_wer.py``, ``lang=en``), one file at a time:
 
@@ -39,7 +39,7 @@ from typing import Any
 from clonebench.core.errors import DependencyError
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.evaluate.seedtts_text import rule_protocol, score_items
+from clonebench.seedtts.text import rule_protocol, score_items
 
 MODEL_ID = "openai/whisper-large-v3"
 # the hub commit of openai/whisper-large-v3 that the lock was read at, and the sha256 of its model.safetensors

@@ -1,6 +1,6 @@
 """Seed-TTS-eval's Chinese WER (``seed_wer_zh``): FunASR's ``paraformer-zh`` (SeACo-Paraformer large), the
 transcript converted to Simplified Chinese with zhconv, scored with the benchmark's text rule
-(``evaluate/seedtts_text.py``: characters joined by spaces, so the WER is a character error rate).
+(``seedtts/text.py``: characters joined by spaces, so the WER is a character error rate).
 
 The benchmark (BytedanceSpeech/seed-tts-eval ``run_wer.py``, ``lang=zh``), one file at a time:
 ``AutoModel(model="paraformer-zh")`` (FunASR resolves the name to ModelScope's
@@ -30,7 +30,7 @@ from typing import Any
 from clonebench.core.errors import DependencyError
 from clonebench.evaluate.assets import AssetError
 from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.evaluate.seedtts_text import rule_protocol, score_items, zh_simplified
+from clonebench.seedtts.text import rule_protocol, score_items, zh_simplified
 
 MODEL_NAME = "paraformer-zh"
 MODEL_ID = "iic/speech_seaco_paraformer_large_asr_nat-zh-cn-16k-common-vocab8404-pytorch"

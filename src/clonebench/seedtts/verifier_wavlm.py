@@ -3,7 +3,7 @@
 clonebench's own implementation of the WavLM architecture (Chen et al. 2022) as the benchmark runs it: the
 s3prl ``wavlm_large`` upstream that UniSpeech's ``ECAPA_TDNN(feat_type="wavlm_large")`` loads through
 ``torch.hub``. Module and parameter names follow the UniSpeech/fairseq layout, so the published checkpoint's
-``feature_extract.model.*`` tensors load without renaming (``seedtts_verifier.py`` strips the prefix):
+``feature_extract.model.*`` tensors load without renaming (``verifier.py`` strips the prefix):
 
 - ``feature_extractor.conv_layers.<i>.0`` a bias-free Conv1d, ``.2.1`` a LayerNorm over channels ("layer_norm"
   extractor mode, WavLM-Large's), then GELU;

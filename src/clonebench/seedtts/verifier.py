@@ -8,7 +8,7 @@ channel), resamples each with ``torchaudio.transforms.Resample(sr, 16000)`` (on 
 (a batch of one) and reports ``F.cosine_similarity`` of the two embeddings. The model's forward pass: the
 waveform layer-normalised, WavLM's ``layers + 1`` hidden states (every layer's input, then the final
 LayerNorm's output), their sum weighted by ``softmax(feature_weight)``, transposed to (B, C, T), plus 1e-6,
-``InstanceNorm1d`` (no affine, no running statistics), then the ECAPA-TDNN head (``seedtts_ecapa.py``).
+``InstanceNorm1d`` (no affine, no running statistics), then the ECAPA-TDNN head (``verifier_ecapa.py``).
 
 This module reproduces that, and loads as the benchmark does: ``load_state_dict(state, strict=False)``. What
 ``strict=False`` does not check is then verified (:func:`build_verifier`): every tensor the forward pass reads
@@ -39,8 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.evaluate.seedtts_ecapa import EcapaHead, HeadShape, head_shape
-from clonebench.evaluate.seedtts_wavlm import WavLM, WavLMShape, shape_from_state
+from clonebench.seedtts.verifier_ecapa import EcapaHead, HeadShape, head_shape
+from clonebench.seedtts.verifier_wavlm import WavLM, WavLMShape, shape_from_state
 
 RATE = 16_000
 WAVLM_PREFIX = "feature_extract.model."

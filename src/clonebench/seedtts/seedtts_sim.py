@@ -3,7 +3,7 @@
 The benchmark's protocol (BytedanceSpeech/seed-tts-eval ``cal_sim.sh``): UniSpeech's WavLM-Large + ECAPA-TDNN
 speaker verifier fine-tuned on VoxCeleb (``wavlm_large_finetune.pth``), each clip read with librosa at its own
 rate, resampled to 16 kHz by torchaudio, embedded alone, and the cosine of the two embeddings. The model is
-clonebench's own implementation (``evaluate/seedtts_verifier.py``); ``bench/seedtts_sim_parity.py`` compares it
+clonebench's own implementation (``seedtts/verifier.py``); ``bench/seedtts_sim_parity.py`` compares it
 with the benchmark's code on the same weights.
 
 The checkpoint is published on Google Drive only (Seed-TTS-eval's README), with no checksum: the user downloads
@@ -12,7 +12,7 @@ it, gives its path as ``evaluation.seedtts.verifier_checkpoint`` and its sha256 
 version, protocol and assets. :data:`CHECKPOINT_SHA256` is where a verified sha256 of the published file is
 recorded once known; until then the user's lock is required. The file is loaded as upstream loads it
 (``load_state_dict(strict=False)``), then checked: a checkpoint that lacks a weight the forward pass uses is
-refused, naming it; keys the model does not have are listed, not loaded (``seedtts_verifier.build_verifier``).
+refused, naming it; keys the model does not have are listed, not loaded (``seedtts.verifier.build_verifier``).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class SeedTTSSimScorer(Scorer):
                  "source": f"local:{self.options.get('verifier_checkpoint')}", "url": CHECKPOINT_URL}]
 
     def load(self) -> None:
-        from clonebench.evaluate.seedtts_verifier import load_verifier
+        from clonebench.seedtts.verifier import load_verifier
 
         path, expected = self.checkpoint(), self.lock()
         digest = self.hash_cache.sha256(path)
@@ -96,18 +96,18 @@ class SeedTTSSimScorer(Scorer):
         self._embeddings = {}
 
     def embed(self, path: Path):
-        from clonebench.evaluate.seedtts_verifier import embed, read_clip
+        from clonebench.seedtts.verifier import embed, read_clip
 
         return embed(self._model, read_clip(path))
 
     def similarity(self, generated: Path, prompt: Path) -> float:
         """seed_sim of two clips, each embedded afresh (no memo)."""
-        from clonebench.evaluate.seedtts_verifier import similarity
+        from clonebench.seedtts.verifier import similarity
 
         return similarity(self.embed(generated), self.embed(prompt))
 
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
-        from clonebench.evaluate.seedtts_verifier import similarity
+        from clonebench.seedtts.verifier import similarity
 
         # by content: a clip (a prompt shared by many pairs) is embedded once for the scorer's life; each
         # embedding is computed alone, so reusing it changes no bit
