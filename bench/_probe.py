@@ -152,7 +152,7 @@ def install() -> None:
         wrap(fw_audio, "decode_audio", "whisper/audio", AUDIO)
     if (fw_features := module("faster_whisper.feature_extractor")) is not None:
         wrap(fw_features.FeatureExtractor, "__call__", "whisper/log-mel", MODEL)
-    if (base := module("clonebench.evaluate.base")) is not None:
+    if (base := module("clonebench.evaluate.protocols.base")) is not None:
         for cls in _subclasses(base.Scorer):
             wrap(cls, "load", f"load {cls.name}", LOAD)
     if module("rvcbench.evaluation.scorers") is not None:
@@ -165,7 +165,7 @@ def install() -> None:
 def _subclasses(cls) -> list:
     import importlib
 
-    from clonebench.evaluate.registry import SCORERS
+    from clonebench.evaluate.protocols.registry import SCORERS
 
     for target in SCORERS.values():
         module_name = target.partition(":")[0]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The CPU pool's scaling (evaluate/cpu_pool.py): MCD, DNSMOS and STOI scored by 1 worker process vs 2 (goal on
+"""The CPU pool's scaling (evaluate/execution/cpu_pool.py): MCD, DNSMOS and STOI scored by 1 worker process vs 2 (goal on
 the 2-core machine: >= 1.8x), with the values of every pair identical across worker counts.
 
 Distinct WAVs are made from real LibriVox speech (pocketsphinx-testdata: each clip at several gains, each with its
@@ -80,7 +80,7 @@ def worker_cpu_seconds(pool) -> float:
 
 
 def measure(group: str, items, workers: int) -> dict:
-    from clonebench.evaluate.cpu_pool import CpuPool
+    from clonebench.evaluate.execution.cpu_pool import CpuPool
 
     pool = CpuPool(workers, None)
     try:

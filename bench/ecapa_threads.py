@@ -7,7 +7,7 @@ thread; wall and CPU seconds, a digest of the embedding, and oneDNN's own clock 
 
 With more than one thread torch sends ECAPA's 1x1 convolutions to oneDNN (``jit_1x1``); with one thread it computes
 them natively (a GEMM), a different summation order, hence different bits. The third setting is clonebench's:
-one thread with those layers sent to oneDNN as at two threads (evaluate/exact_conv.py), which must give the
+one thread with those layers sent to oneDNN as at two threads (evaluate/execution/exact_conv.py), which must give the
 two-thread digest; its CPU over the two-thread CPU is what the exact path saves per clip on this host. Each
 setting runs ``--repeat`` times, alternating, in fresh processes. Not in CI.
 
@@ -40,7 +40,7 @@ model = SpeakerRecognition.from_hparams(source=model_dir, savedir=savedir, overr
                                         run_opts={"device": "cpu"})
 model.eval()
 if exact:
-    from clonebench.evaluate import exact_conv
+    from clonebench.evaluate.execution import exact_conv
     assert exact_conv.unverified_reason() is None, exact_conv.unverified_reason()
     exact_conv.install(model.mods)
 signal, rate = audio_io.load(clip, channels_first=False)

@@ -29,10 +29,10 @@ from types import SimpleNamespace
 mode, folder, cache = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 import torch
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate import exact_conv
-from clonebench.evaluate.cache import MetricCache
+from clonebench.evaluate.execution import exact_conv
+from clonebench.evaluate.execution.cache import MetricCache
+from clonebench.evaluate.execution.threads import available_cores
 from clonebench.evaluate.scoring import run_group
-from clonebench.evaluate.threads import available_cores
 from tests.conftest import score_item
 if mode == "two_threads":
     exact_conv.VERIFIED_TORCH = ("0",)  # torch's own path, as on an unverified torch

@@ -75,7 +75,7 @@ def loop_worker(pairs_file: Path, models: Path, out_file: Path) -> None:
     from speechbrain.inference.speaker import SpeakerRecognition
     from speechmos import dnsmos
 
-    from clonebench.evaluate.wer_text import utterance_wer
+    from clonebench.evaluate.protocols.wer_text import utterance_wer
 
     pairs = json.loads(pairs_file.read_text())
     verifier = SpeakerRecognition.from_hparams(source=str(models / "ecapa"), savedir=str(models / "ecapa_savedir"),
@@ -158,8 +158,8 @@ def run_loop(work: Path, pairs_file: Path, models: Path, index: int) -> dict:
 def prepare_models(work: Path) -> Path:
     """The ECAPA and faster-whisper base folders on disk, as an upstream user has them (from the wheels)."""
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate.assets import release, resolve
-    from clonebench.evaluate.locks import ECAPA, FASTER_WHISPER_BASE
+    from clonebench.evaluate.protocols.assets import release, resolve
+    from clonebench.evaluate.protocols.locks import ECAPA, FASTER_WHISPER_BASE
 
     models = work / "models"
     cache = HashCache(work / "cache" / "file_sha256.sqlite")

@@ -75,7 +75,7 @@ class Checker:
     def score(self, group: str, device: str, items, batch: int, options: dict, pool=None, run_dir=None):
         """clonebench's run_group: (provenance, {sample: values}, {sample: error})."""
         from clonebench.core.hashing import HashCache
-        from clonebench.evaluate.cache import MetricCache
+        from clonebench.evaluate.execution.cache import MetricCache
         from clonebench.evaluate.scoring import run_group
 
         self.runs += 1
@@ -131,7 +131,7 @@ class Checker:
         from speechbrain.inference.speaker import SpeakerRecognition
 
         import clonebench.evaluate.scorers.ecapa as ecapa_module
-        from clonebench.evaluate.precision import policy
+        from clonebench.evaluate.execution.precision import policy
 
         folder = self.work / "ecapa"
         folder.mkdir()
@@ -167,7 +167,7 @@ class Checker:
         import torch
         import whisper
 
-        from clonebench.evaluate.precision import policy
+        from clonebench.evaluate.execution.precision import policy
 
         checkpoint = self.work / f"whisper-random-{self.args.whisper_size}.pt"
         sha = setup.random_whisper(checkpoint, self.args.whisper_size)
@@ -188,7 +188,7 @@ class Checker:
         return out
 
     def cublas12(self) -> dict:
-        from clonebench.evaluate.cuda_env import preload_cublas12
+        from clonebench.evaluate.execution.cuda_env import preload_cublas12
 
         out = {}
         try:
@@ -205,8 +205,8 @@ class Checker:
         return out
 
     def pool(self) -> dict:
-        from clonebench.evaluate.cpu_pool import CpuPool
-        from clonebench.evaluate.threads import available_cores
+        from clonebench.evaluate.execution.cpu_pool import CpuPool
+        from clonebench.evaluate.execution.threads import available_cores
 
         options = {"stoi": {}, "whisper": {"backend": "openai_whisper"}}
         here, values, _ = self.score("stoi", "cpu", self.items, 4, options)
@@ -227,7 +227,7 @@ class Checker:
 
         from clonebench.cli.doctor_gpu import run_gpu_checks
         from clonebench.core.errors import ConfigError
-        from clonebench.evaluate.device import resolve_device
+        from clonebench.evaluate.execution.device import resolve_device
 
         lines = []
         report = SimpleNamespace(ok=lambda w: lines.append(f"ok    {w}"), warn=lambda w: lines.append(f"warn  {w}"),
@@ -264,7 +264,7 @@ def main() -> int:
     checker.setup_notes = setup.install_pack(args.pack, work)
     import torch
 
-    from clonebench.evaluate.device import normalise_device
+    from clonebench.evaluate.execution.device import normalise_device
 
     checker.device = args.device = normalise_device(args.device, "--device")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -273,7 +273,7 @@ def main() -> int:
     (work / "wavs").mkdir()
     wavs = setup.variants(clips, work / "wavs")
     from clonebench.core.hashing import sha256_file
-    from clonebench.evaluate.base import ScoreItem
+    from clonebench.evaluate.protocols.base import ScoreItem
 
     checker.items = [ScoreItem(sample_id=f"{k:03d}", pair_id=f"{k:03d}", speaker_id="s", generated_path=path,
                                generated_sha256=sha256_file(path), target_path=wavs[(k + 7) % len(wavs)][0],

@@ -134,7 +134,7 @@ def library_parity(pairs: list[tuple[dict, dict]], device: str, folder: Path, no
     from faster_whisper import WhisperModel
 
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate.sample_seed import scoring_seed
+    from clonebench.evaluate.protocols.sample_seed import scoring_seed
     from clonebench.evaluate.scorers.dnsmos import DNSMOSScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer
     from tests.conftest import score_item

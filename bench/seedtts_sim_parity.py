@@ -120,7 +120,7 @@ def main() -> None:
     import torch
 
     from clonebench.core.hashing import HashCache, sha256_file
-    from clonebench.evaluate.precision import policy
+    from clonebench.evaluate.execution.precision import policy
     from clonebench.seedtts.seedtts_sim import SeedTTSSimScorer
     from tests.tiny_models import write_tiny_seedtts_verifier
 

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from clonebench.core.atomic import atomic_write_json  # noqa: E402
-from clonebench.evaluate.locks import ECAPA, OPENAI_WHISPER_SHA256  # noqa: E402
+from clonebench.evaluate.protocols.locks import ECAPA, OPENAI_WHISPER_SHA256  # noqa: E402
 from clonebench.evaluate.scorers.whisper_common import DECODING  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "reference"

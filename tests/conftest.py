@@ -178,7 +178,7 @@ def human_speech() -> dict:
 
 def score_item(generated: Path, target: Path | None = None, text: str = "", language: str = "EN", sample_id=None):
     from clonebench.core.hashing import sha256_file
-    from clonebench.evaluate.base import ScoreItem
+    from clonebench.evaluate.protocols.base import ScoreItem
 
     return ScoreItem(sample_id=sample_id or generated.stem, pair_id=generated.stem, speaker_id="s",
                      generated_path=generated, generated_sha256=sha256_file(generated), target_path=target,

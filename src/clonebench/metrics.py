@@ -36,10 +36,10 @@ from pathlib import Path
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import HashCache, sha256_file
 from clonebench.data.identity import digest, sample_id_of
-from clonebench.evaluate.base import ScoreItem
+from clonebench.evaluate.execution.cache import MetricCache
 from clonebench.evaluate.given_audio import AudioInputError, audio_path
-from clonebench.evaluate.cache import MetricCache
-from clonebench.evaluate.registry import METRIC_GROUPS, groups_for
+from clonebench.evaluate.protocols.base import ScoreItem
+from clonebench.evaluate.protocols.registry import METRIC_GROUPS, groups_for
 
 __all__ = ["ALIASES", "METRICS", "AudioInputError", "Evaluator", "RequestError", "available"]
 
@@ -81,7 +81,7 @@ class Evaluator:
         import torch
 
         from clonebench.config.compose import scoring_settings
-        from clonebench.evaluate.device import resolve_device
+        from clonebench.evaluate.execution.device import resolve_device
         from clonebench.evaluate.scoring import make_scorer, scorer_provenance
 
         names = list(METRICS) if metrics == "all" else [metrics] if isinstance(metrics, str) else list(metrics)

@@ -80,7 +80,7 @@ def test_the_python_api_gives_every_value_of_the_failing_run(failing):
     one, the CSV's ``sample_id`` for the rest) and prompt, equals the run's CSV. Without the run's ids the sampled
     fallback decoding of three of these clips gives other transcripts (WER 1.0 for the run's 0.556 on
     demo-1004-000001): the reason the API takes them."""
-    from clonebench.evaluate.validity import RECORD_VALUES
+    from clonebench.evaluate.protocols.validity import RECORD_VALUES
     from clonebench.metrics import Evaluator
 
     _, run, data = failing

@@ -1,4 +1,4 @@
-"""The CPU pool (evaluate/cpu_pool.py): MCD, DNSMOS and STOI scored by worker processes give the values they give in
+"""The CPU pool (evaluate/execution/cpu_pool.py): MCD, DNSMOS and STOI scored by worker processes give the values they give in
 this process, bit for bit, on real speech in every format; MCD's and DNSMOS's fingerprints do not depend on
 where they ran (their thread counts are fixed), STOI's records the one thread it computes with in a worker (and
 equals this process's STOI at one thread).
@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate import overlap
-from clonebench.evaluate.cache import MetricCache
-from clonebench.evaluate.cpu_pool import POOL_MIN_CORES, POOL_MIN_ITEMS, CpuPool, pool_workers
-from clonebench.evaluate.registry import scorer_class
+from clonebench.evaluate.execution import overlap
+from clonebench.evaluate.execution.cache import MetricCache
+from clonebench.evaluate.execution.cpu_pool import POOL_MIN_CORES, POOL_MIN_ITEMS, CpuPool, pool_workers
+from clonebench.evaluate.protocols.registry import scorer_class
 from clonebench.evaluate.scoring import run_group
 from tests.conftest import score_item
 

@@ -74,10 +74,10 @@ def test_evaluate_only_reuses_the_cache_and_does_not_copy_audio(scored, demo_dat
 
 
 def test_another_thread_count_reuses_exact_ecapa_scores(scored, demo_dataset):
-    """ECAPA's one-thread exact path computes the two-thread bits at any thread count (evaluate/exact_conv.py), so
+    """ECAPA's one-thread exact path computes the two-thread bits at any thread count (evaluate/execution/exact_conv.py), so
     its fingerprint records the protocol's two threads and a run scored with another thread count reuses every
     cached score; torch's own path would record (and miss on) the count it ran with."""
-    from clonebench.evaluate.exact_conv import unverified_reason
+    from clonebench.evaluate.execution.exact_conv import unverified_reason
 
     assert unverified_reason() is None  # the pinned torch: the exact path's rule is verified
     tmp, _ = scored

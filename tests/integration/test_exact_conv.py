@@ -1,4 +1,4 @@
-"""ECAPA's one-thread exact path (evaluate/exact_conv.py) against torch's own two-thread path, byte for byte.
+"""ECAPA's one-thread exact path (evaluate/execution/exact_conv.py) against torch's own two-thread path, byte for byte.
 
 The reference is SpeechBrain's model exactly as ``verify_files`` runs it on a 2-core host: every ``nn.Conv1d`` on
 torch's own ``F.conv1d``, torch at two threads. The exact path embeds on one thread with the layers that ATen would
@@ -46,7 +46,7 @@ def _reference(ecapa, path):
     """SpeechBrain's own path at two torch threads: every Conv1d on F.conv1d."""
     import torch
 
-    from clonebench.evaluate import exact_conv
+    from clonebench.evaluate.execution import exact_conv
 
     exact_conv.uninstall(ecapa._model.mods)
     try:
@@ -81,7 +81,7 @@ def test_the_exact_path_runs_the_two_thread_kernels(ecapa, clips):
     plain one-thread run does not use (it sends the large 1x1 layers to the native kernel)."""
     import torch
 
-    from clonebench.evaluate import exact_conv
+    from clonebench.evaluate.execution import exact_conv
 
     clip = clips[-2]
     two = _kernels(lambda: _reference(ecapa, clip))
@@ -104,8 +104,8 @@ def test_workers_and_this_process_share_fingerprint_and_bytes(tmp_path, clips):
     from types import SimpleNamespace
 
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate import exact_conv
-    from clonebench.evaluate.cache import MetricCache
+    from clonebench.evaluate.execution import exact_conv
+    from clonebench.evaluate.execution.cache import MetricCache
     from clonebench.evaluate.scoring import run_group
 
     short = clips[:24]
@@ -128,7 +128,7 @@ def test_workers_and_this_process_share_fingerprint_and_bytes(tmp_path, clips):
 def test_an_unverified_torch_keeps_torchs_own_threads(monkeypatch, caplog):
     """The fallback: no routed layer, embeddings on torch's own thread count, which the fingerprint then records."""
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate import exact_conv
+    from clonebench.evaluate.execution import exact_conv
     from clonebench.evaluate.scorers import ecapa as ecapa_module
 
     monkeypatch.setattr(exact_conv, "VERIFIED_TORCH", ("0.0.1",))

@@ -13,7 +13,7 @@ import pytest
 import soundfile as sf
 
 from clonebench.core.hashing import HashCache, sha256_file
-from clonebench.evaluate import transcript, wer_text
+from clonebench.evaluate.protocols import transcript, wer_text
 from tests.conftest import score_item
 from tests.peer import one_torch_thread
 
@@ -33,7 +33,7 @@ def long_clip(human_speech, tmp_path_factory) -> tuple[Path, str]:
 
 
 def test_openai_whisper_long_form_equals_transcribe(long_clip, tiny_whisper_checkpoint):
-    from clonebench.evaluate.sample_seed import seeded
+    from clonebench.evaluate.protocols.sample_seed import seeded
     from clonebench.evaluate.scorers.whisper_openai import OpenAIWhisperScorer
 
     checkpoint = tiny_whisper_checkpoint

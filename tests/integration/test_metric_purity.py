@@ -15,7 +15,7 @@ import pytest
 
 from clonebench.core.hashing import HashCache
 from clonebench.data.selection import shard_members
-from clonebench.evaluate.cache import MetricCache
+from clonebench.evaluate.execution.cache import MetricCache
 from clonebench.evaluate.scoring import run_group
 from tests.conftest import score_item
 

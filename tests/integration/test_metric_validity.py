@@ -7,7 +7,7 @@ import numpy as np
 import soundfile as sf
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate import chunk
+from clonebench.evaluate.execution import chunk
 from tests.conftest import score_item
 
 

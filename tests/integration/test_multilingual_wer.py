@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate import transcript, zh_text
+from clonebench.evaluate.protocols import transcript, zh_text
 from tests.conftest import espeak_clips, score_item
 from tests.unit.test_text_rules import upstream_score
 

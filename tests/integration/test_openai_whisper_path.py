@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from clonebench.core.hashing import HashCache, sha256_file
-from clonebench.evaluate.assets import AssetError
+from clonebench.evaluate.protocols.assets import AssetError
 from tests.conftest import score_item
 from tests.peer import one_torch_thread
 

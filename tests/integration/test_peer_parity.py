@@ -101,7 +101,7 @@ def test_stoi_equals_the_peers_and_its_argument_order_matters(peer, ours, speech
     import torch
     from torch_stoi import NegSTOILoss
 
-    from clonebench.evaluate.audio import mono_then_resample
+    from clonebench.evaluate.protocols.audio import mono_then_resample
     from clonebench.evaluate.scorers.stoi import stoi_inputs
 
     theirs, _ = peer

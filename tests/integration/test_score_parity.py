@@ -46,7 +46,7 @@ def faster_reference(scorer, path, sample_id: str) -> tuple[str, list[float]]:
     import ctranslate2
     from faster_whisper import WhisperModel
 
-    from clonebench.evaluate.sample_seed import scoring_seed
+    from clonebench.evaluate.protocols.sample_seed import scoring_seed
 
     model = WhisperModel(**scorer._model_args)
     ctranslate2.set_random_seed(scoring_seed(42, sample_id))

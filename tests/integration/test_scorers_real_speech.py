@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate.wer_text import utterance_wer
+from clonebench.evaluate.protocols.wer_text import utterance_wer
 from tests.conftest import score_item
 
 ECAPA_OPTIONS = {"threshold": 0.25, "local_dir": None, "allow_hub": False}

@@ -13,7 +13,7 @@ pytest.importorskip("transformers", reason="seed_wer_en needs transformers (the 
 pytest.importorskip("zhon", reason="seed_wer_en needs zhon (the eval extra)")
 
 from clonebench.core.hashing import HashCache, sha256_file  # noqa: E402
-from clonebench.evaluate.assets import AssetError  # noqa: E402
+from clonebench.evaluate.protocols.assets import AssetError  # noqa: E402
 from clonebench.seedtts.text import seedtts_wer  # noqa: E402
 from tests.conftest import espeak_clips, score_item  # noqa: E402
 from tests.peer import one_torch_thread  # noqa: E402

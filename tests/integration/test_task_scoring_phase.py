@@ -10,7 +10,7 @@ import json
 import pytest
 
 from clonebench.core.errors import DependencyError
-from clonebench.evaluate import zh_text
+from clonebench.evaluate.protocols import zh_text
 from clonebench.runs.pipeline import run
 from tests.conftest import compose
 

@@ -8,7 +8,7 @@ host's core count where it is larger), whatever the host's BLAS and torch do wit
   the count whose bits it computes in its fingerprint on a CPU (``Scorer.computing_threads``: ECAPA's one-thread
   exact path computes the two-thread bits and says 2), so records of other bits are never mixed;
   a thread-independent one (MCD, DNSMOS) leaves it out, and its values are then equal at every thread count (one
-  fingerprint, one set of numbers). On a GPU no scorer's fingerprint carries it (evaluate/device.py).
+  fingerprint, one set of numbers). On a GPU no scorer's fingerprint carries it (evaluate/execution/device.py).
 
 Whether the host's libraries themselves give other bits with another thread count (unpinned OpenBLAS, torch's
 ECAPA and STOI, openai-whisper's torch log-mel) is a fact about the host, not a behaviour of clonebench: it is
@@ -44,7 +44,7 @@ out = {"threads": threads, "torch_threads": torch.get_num_threads()}
 def features():
     from faster_whisper.audio import decode_audio
     from faster_whisper.feature_extractor import FeatureExtractor
-    from clonebench.evaluate.audio import load_librosa_16k
+    from clonebench.evaluate.protocols.audio import load_librosa_16k
     from clonebench.evaluate.scorers.dnsmos_batched import p808_features, windows
     extractor = FeatureExtractor()
     out["faster_whisper_mel"] = digest(extractor(decode_audio(str(c))) for c in clips)
@@ -65,7 +65,7 @@ if mode == "raw":
 else:
     from threadpoolctl import threadpool_info
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate.cache import MetricCache
+    from clonebench.evaluate.execution.cache import MetricCache
     from clonebench.evaluate.scoring import run_group
     from tests.conftest import score_item
     options = {"ecapa": {"threshold": 0.25, "local_dir": None, "allow_hub": False}, "mcd": {},
@@ -105,14 +105,14 @@ def host_fact(record_property, name: str, differs: bool) -> None:
 
 
 def thread_counts() -> list[int]:
-    from clonebench.evaluate.threads import available_cores
+    from clonebench.evaluate.execution.threads import available_cores
 
     return sorted({1, 2, available_cores()})
 
 
 @pytest.mark.slow
 def test_pinned_scoring_is_equal_across_thread_counts_and_fingerprints_carry_the_count(tmp_path, record_property):
-    from clonebench.evaluate.registry import scorer_class
+    from clonebench.evaluate.protocols.registry import scorer_class
 
     raw = {t: probe(t, "raw", tmp_path / f"raw{t}") for t in (1, 2)}
     counts = thread_counts()
@@ -132,8 +132,8 @@ def test_pinned_scoring_is_equal_across_thread_counts_and_fingerprints_carry_the
         assert scoring[t]["dnsmos_p808_features"] == raw[1]["dnsmos_p808_features"], t
 
     # fingerprinted: the count whose bits the scorer computed, exactly where its numbers may depend on it; ECAPA's
-    # one-thread exact path computes the two-thread bits at every count (evaluate/exact_conv.py), and says 2
-    from clonebench.evaluate.exact_conv import unverified_reason
+    # one-thread exact path computes the two-thread bits at every count (evaluate/execution/exact_conv.py), and says 2
+    from clonebench.evaluate.execution.exact_conv import unverified_reason
     from clonebench.evaluate.scorers.ecapa import PROTOCOL_THREADS
 
     for group in ("dnsmos", "mcd", "stoi", "ecapa"):
@@ -161,7 +161,7 @@ def test_every_scorer_carries_the_thread_count_exactly_where_numbers_may_depend_
     when ``threads_change_numbers``, and is the same otherwise; on a GPU the count never enters it."""
     from clonebench.core.config_reader import ConfigReader
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate.registry import SCORERS, scorer_class
+    from clonebench.evaluate.protocols.registry import SCORERS, scorer_class
     from clonebench.evaluate.scoring import fingerprint_threads, scorer_provenance
     from clonebench.evaluate.settings import read_evaluation
 

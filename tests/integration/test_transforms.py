@@ -20,7 +20,7 @@ from rvcbench.benchmark.submission import transform_audio
 from clonebench.core.errors import ConfigError, DependencyError
 from clonebench.core.hashing import sha256_file
 from clonebench.evaluate.derived import derive_items
-from clonebench.evaluate.transform import Transform, check_ffmpeg, fingerprint, transform_wav
+from clonebench.evaluate.protocols.transform import Transform, check_ffmpeg, fingerprint, transform_wav
 from tests.conftest import score_item
 
 SUITE = Path(rvcbench.__file__).parent / "suites" / "core_v1" / "suite.json"
@@ -155,7 +155,7 @@ def test_derived_items_target_the_unprocessed_clone(clone, tmp_path):
 @pytest.mark.slow
 def test_compressed_clips_score_end_to_end_through_real_encoders_and_scorers(clone, tmp_path, ecapa):
     from clonebench.core.hashing import HashCache
-    from clonebench.evaluate.chunk import score_chunk
+    from clonebench.evaluate.execution.chunk import score_chunk
     from clonebench.evaluate.scorers.mcd import MCDScorer
     from clonebench.evaluate.scorers.stoi import STOIScorer
     from clonebench.evaluate.scorers.whisper_faster import FasterWhisperScorer

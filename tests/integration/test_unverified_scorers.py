@@ -13,7 +13,7 @@ import soundfile as sf
 
 from clonebench.cli.main import main as cli
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate.assets import AssetError
+from clonebench.evaluate.protocols.assets import AssetError
 from clonebench.evaluate.scorers import emotion, utmos
 from clonebench.runs.pipeline import run
 from clonebench.standin import running_standin

@@ -216,7 +216,7 @@ def test_scores_of_every_variant_equal_the_peers_scorer_classes(ecapa, peer_asse
             if scorer is not ecapa:
                 scorer.release()
     theirs = {name: {} for name in SUBSET}
-    from clonebench.evaluate.exact_conv import torch_threads
+    from clonebench.evaluate.execution.exact_conv import torch_threads
     from clonebench.evaluate.scorers.ecapa import PROTOCOL_THREADS
 
     # the peer as it runs on a 2-core host: torch's default two threads, whatever an earlier test left this process at

@@ -1,6 +1,6 @@
 """What the Python API (``clonebench.metrics.Evaluator``) accepts: paths, (array, rate), arrays and tensors with
 ``rate=``, each scored exactly as the same samples in a file; anything else refused with a named error. Empty
-and silent clips give no number (the scorers' shared rule in evaluate/validity.py, the same in a run); the
+and silent clips give no number (the scorers' shared rule in evaluate/protocols/validity.py, the same in a run); the
 failure detector gives its verdict on them. MCD only: the lightest scorer, no model to load."""
 
 from __future__ import annotations

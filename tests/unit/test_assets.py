@@ -7,8 +7,8 @@ import hashlib
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate.assets import Asset, AssetError, WheelSource, release, resolve
-from clonebench.evaluate.locks import DNSMOS, ECAPA, FASTER_WHISPER_BASE
+from clonebench.evaluate.protocols.assets import Asset, AssetError, WheelSource, release, resolve
+from clonebench.evaluate.protocols.locks import DNSMOS, ECAPA, FASTER_WHISPER_BASE
 
 
 def _asset(lock):

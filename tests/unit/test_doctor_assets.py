@@ -5,8 +5,8 @@ tests/integration/test_report_commands.py::test_doctor."""
 from __future__ import annotations
 
 from clonebench.cli.doctor_assets import scorer_setups, shipped_configs
-from clonebench.evaluate.locks import FASTER_WHISPER
-from clonebench.evaluate.registry import METRIC_GROUPS
+from clonebench.evaluate.protocols.locks import FASTER_WHISPER
+from clonebench.evaluate.protocols.registry import METRIC_GROUPS
 
 
 def test_every_registry_group_under_every_shipped_config_is_checked_offline():

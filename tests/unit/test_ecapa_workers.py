@@ -1,4 +1,4 @@
-"""evaluate/ecapa_workers.py's scheduling, with a thread pool standing in for the worker processes and a digest of
+"""evaluate/execution/ecapa_workers.py's scheduling, with a thread pool standing in for the worker processes and a digest of
 the file standing in for the embedding (the real workers' bytes: tests/integration/test_exact_conv.py)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from clonebench.evaluate import ecapa_workers
-from clonebench.evaluate.ecapa_workers import EmbeddingWorkers
+from clonebench.evaluate.execution import ecapa_workers
+from clonebench.evaluate.execution.ecapa_workers import EmbeddingWorkers
 
 
 def _embedding(path) -> str:
@@ -51,7 +51,7 @@ def _clips(tmp_path, seconds: list[float]) -> list[tuple[str, Path]]:
 
 
 def _workers(monkeypatch, here: list, explicit=True):
-    import clonebench.evaluate.cpu_pool as cpu_pool
+    import clonebench.evaluate.execution.cpu_pool as cpu_pool
 
     monkeypatch.setattr(cpu_pool, "CpuPool", ThreadPool)
     ThreadPool.started = 0

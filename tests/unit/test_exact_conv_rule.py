@@ -1,4 +1,4 @@
-"""evaluate/exact_conv.py: ATen's use_mkldnn rule as restated, the torch versions it is trusted for, and the route
+"""evaluate/execution/exact_conv.py: ATen's use_mkldnn rule as restated, the torch versions it is trusted for, and the route
 on small tensors (the model-level bytes: tests/integration/test_exact_conv.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from clonebench.evaluate import exact_conv
-from clonebench.evaluate.exact_conv import uses_mkldnn
+from clonebench.evaluate.execution import exact_conv
+from clonebench.evaluate.execution.exact_conv import uses_mkldnn
 
 
 @pytest.mark.parametrize("shape, kernel, stride, dilation, groups, one, two", [

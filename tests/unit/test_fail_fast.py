@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate import overlap
 from clonebench.evaluate import scoring as phase
-from clonebench.evaluate.cache import MetricCache
+from clonebench.evaluate.execution import overlap
+from clonebench.evaluate.execution.cache import MetricCache
 from tests.conftest import score_item
 
 CUDA_ERROR = "RuntimeError: CUDA error: no kernel image is available for execution on the device"

@@ -322,7 +322,7 @@ def failure_scorer():
 
 def prompted_item(wav, text, prompt, prompt_text, language="en"):
     from clonebench.core.hashing import sha256_file
-    from clonebench.evaluate.base import ScoreItem
+    from clonebench.evaluate.protocols.base import ScoreItem
 
     return ScoreItem(sample_id=wav.stem, pair_id=wav.stem, speaker_id="s", generated_path=wav,
                      generated_sha256=sha256_file(wav), target_path=None, target_sha256="", target_text=text,

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from clonebench.core.errors import ConfigError
-from clonebench.evaluate import cuda_env, device
+from clonebench.evaluate.execution import cuda_env, device
 
 
 def fake_torch(count: int = 1, available: bool = True, cuda: str | None = "13.0", threads: int = 16,

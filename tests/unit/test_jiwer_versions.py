@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clonebench.evaluate.wer_text import NORMALISATIONS, normalise
+from clonebench.evaluate.protocols.wer_text import NORMALISATIONS, normalise
 
 JIWER3 = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clonebench" / "peer" / "jiwer-3.1.0"
 EXTRA = ["he was not an ill disposed young man", "He was not an ill-disposed young man.", "Hello, World!",

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from clonebench.data.identity import digest
-from clonebench.evaluate.base import ScoreItem, ScoreRecord
-from clonebench.evaluate.cache import MAX_RECORD_BYTES, SCHEMA, MetricCache, record_key
+from clonebench.evaluate.execution.cache import MAX_RECORD_BYTES, SCHEMA, MetricCache, record_key
+from clonebench.evaluate.protocols.base import ScoreItem, ScoreRecord
+from clonebench.evaluate.protocols.transcript import score_transcript
 from clonebench.evaluate.scorers.whisper_common import Heard
-from clonebench.evaluate.transcript import score_transcript
 
 FP = "f" * 64
 OTHER_FP = "e" * 64
@@ -32,7 +32,7 @@ def _item(n: int) -> ScoreItem:
 
 def _values(group: str) -> dict:
     if group == "whisper":
-        # what the WER scorer records (evaluate/transcript.py): hypothesis, text rule, WER and CER with edit counts,
+        # what the WER scorer records (evaluate/protocols/transcript.py): hypothesis, text rule, WER and CER with edit counts,
         # and what Whisper's decoding says of the clip (whisper_common.Heard)
         return {**score_transcript("The quick brown fox.", "the quick brown box", "en", "ascii_punctuation_removed_v2"),
                 **Heard("the quick brown box", -0.2, 0.01, "en", 0.97, 0.97).values()}

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate.overlap import run_groups, split
+from clonebench.evaluate.execution.overlap import run_groups, split
 
 BESIDE = {"mcd", "dnsmos"}.__contains__
 HANG_S = 30  # how long a test thread waits for another before giving up: a guard against a hang, not a speed
@@ -63,7 +63,7 @@ def test_a_background_error_is_raised_after_the_foreground_finishes():
 
 
 def test_background_items_use_one_worker_while_the_foreground_runs(monkeypatch):
-    from clonebench.evaluate import overlap
+    from clonebench.evaluate.execution import overlap
 
     monkeypatch.setattr(overlap.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert overlap.spare_cores() == 3
@@ -88,7 +88,7 @@ def test_background_items_use_one_worker_while_the_foreground_runs(monkeypatch):
 
 
 def test_groups_that_do_not_share_cores_run_alone_first():
-    from clonebench.evaluate.overlap import shares_cores
+    from clonebench.evaluate.execution.overlap import shares_cores
 
     log = []
     lock = threading.Lock()
@@ -117,7 +117,7 @@ def test_groups_that_do_not_share_cores_run_alone_first():
 
 
 def test_without_a_sharing_group_the_background_runs_after_on_all_cores(monkeypatch):
-    from clonebench.evaluate import overlap
+    from clonebench.evaluate.execution import overlap
 
     monkeypatch.setattr(overlap.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     log = []

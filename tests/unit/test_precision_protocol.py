@@ -9,8 +9,8 @@ import functools
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate import cuda_env, device, precision
 from clonebench.evaluate import scoring as phase
+from clonebench.evaluate.execution import cuda_env, device, precision
 from tests.unit.test_gpu_device import fake_torch
 
 WHISPER = {"backend": "faster_whisper", "model": "tiny.en", "local_path": None, "sha256": None,
@@ -71,7 +71,7 @@ def test_precision_enters_protocol_and_fingerprint():
 
 
 def test_threads_enter_the_fingerprint_only_where_they_change_numbers(monkeypatch):
-    from clonebench.evaluate.cpu_pool import CpuPool
+    from clonebench.evaluate.execution.cpu_pool import CpuPool
     from clonebench.evaluate.scorers.dnsmos import DNSMOSScorer
     from clonebench.evaluate.scorers.ecapa import EcapaScorer
     from clonebench.evaluate.scorers.mcd import MCDScorer

@@ -130,7 +130,7 @@ def test_shards_that_differ_beyond_how_they_ran_are_refused_naming_the_shard_and
 
 
 def test_status_says_whether_the_scored_run_is_still_there(tmp_path):
-    from clonebench.evaluate.progress import ScoringProgress
+    from clonebench.evaluate.execution.progress import ScoringProgress
     from clonebench.runs.status import scoring_summary
 
     source = tmp_path / "generated"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from clonebench.evaluate.sample_seed import SEED_MODULUS, sample_hash, scoring_seed, seeded
+from clonebench.evaluate.protocols.sample_seed import SEED_MODULUS, sample_hash, scoring_seed, seeded
 
 
 def draws() -> tuple:

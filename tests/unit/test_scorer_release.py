@@ -7,7 +7,7 @@ import gc
 import pytest
 
 from clonebench.core.hashing import HashCache
-from clonebench.evaluate.base import Scorer
+from clonebench.evaluate.protocols.base import Scorer
 
 
 class _Probe(Scorer):

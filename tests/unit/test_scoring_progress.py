@@ -1,4 +1,4 @@
-"""The evaluate phase's durable progress (evaluate/progress.py) as status and report read it: still scoring (the
+"""The evaluate phase's durable progress (evaluate/execution/progress.py) as status and report read it: still scoring (the
 lock is held) vs interrupted (the lock is gone), preparing, failed, unreadable; a second scorer of one run is
 refused. The real SIGKILL cases run in tests/integration/test_evaluate_integrity.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.evaluate.progress import PROGRESS_NAME, ScoringProgress, read_progress, unfinished_reason
+from clonebench.evaluate.execution.progress import PROGRESS_NAME, ScoringProgress, read_progress, unfinished_reason
 
 
 def test_status_tells_scoring_now_from_killed_and_names_each_group(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from clonebench.core.hashing import HashCache, sha256_file
-from clonebench.evaluate.assets import AssetError
+from clonebench.evaluate.protocols.assets import AssetError
 from clonebench.seedtts.seedtts_sim import SeedTTSSimScorer
 from clonebench.seedtts.verifier import (
     SeedTTSCheckpointError,

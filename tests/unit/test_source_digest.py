@@ -1,5 +1,5 @@
 """A scorer fingerprint's source digests survive a move between folders and change with any edit
-(evaluate/source_digest.py)."""
+(evaluate/protocols/source_digest.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from clonebench.evaluate import registry
-from clonebench.evaluate.source_digest import MOVED, source_digest
+from clonebench.evaluate.protocols import registry
+from clonebench.evaluate.protocols.source_digest import MOVED, source_digest
 
 
 def _scorer_sources() -> dict[str, Path]:
@@ -23,10 +23,10 @@ def _scorer_sources() -> dict[str, Path]:
 def test_every_moved_row_is_a_scorer_source_as_it_was_moved():
     sources = _scorer_sources()
     for name, (after, _before) in MOVED.items():
-        assert name in sources, f"{name} is no scorer's source file: delete its row in evaluate/source_digest.py"
+        assert name in sources, f"{name} is no scorer's source file: delete its row in evaluate/protocols/source_digest.py"
         digest = hashlib.sha256(sources[name].read_bytes()).hexdigest()
         assert digest == after, (f"{sources[name]} changed since it was moved, so its fingerprint changes anyway: "
-                                 "delete its row in evaluate/source_digest.py's MOVED")
+                                 "delete its row in evaluate/protocols/source_digest.py's MOVED")
 
 
 def test_a_moved_file_keeps_its_digest_and_an_edit_changes_it(tmp_path):

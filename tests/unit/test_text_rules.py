@@ -19,7 +19,7 @@ from rvcbench.evaluation.scorers import text as upstream_text
 from rvcbench.evaluation.scorers.wer import WERScorer, normalize_english
 
 from clonebench.core.errors import DependencyError
-from clonebench.evaluate import transcript, wer_text, zh_text
+from clonebench.evaluate.protocols import transcript, wer_text, zh_text
 from clonebench.evaluate.scorers.whisper_common import whisper_language
 from tests.conftest import REPO
 
@@ -146,7 +146,7 @@ def test_a_different_opencc_module_is_refused_naming_the_fix(tmp_path):
 
 
 def test_segmenting_writes_no_cache_outside_the_run(tmp_path):
-    result = _python("from clonebench.evaluate import zh_text\n"
+    result = _python("from clonebench.evaluate.protocols import zh_text\n"
                      "print(zh_text.words(zh_text.normalise('前者已向后者发出收购要约')))", tmp_path)
     assert result.returncode == 0, result.stderr
     assert "前者" in result.stdout and list((tmp_path / "tmp").iterdir()) == []  # jieba.initialize() would write one

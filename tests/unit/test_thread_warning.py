@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from clonebench.evaluate import threads
+from clonebench.evaluate.execution import threads
 
 
 def test_single_thread_settings_are_named():
@@ -23,7 +23,7 @@ def test_warns_once_per_process(monkeypatch, caplog):
     monkeypatch.setattr(threads, "_warned", False)
     monkeypatch.setattr(threads, "available_cores", lambda: 4)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    with caplog.at_level(logging.WARNING, logger="clonebench.evaluate.threads"):
+    with caplog.at_level(logging.WARNING, logger="clonebench.evaluate.execution.threads"):
         assert threads.warn_if_slow(4) == ["OMP_NUM_THREADS=1"]
         assert threads.warn_if_slow(4) == ["OMP_NUM_THREADS=1"]
     warnings = [r for r in caplog.records if "fewer than the 4 cores" in r.getMessage()]

@@ -161,7 +161,7 @@ def test_header_duration_reads_declared_length_from_header_and_file_size():
 
 def test_evaluate_phase_refuses_a_long_clip_naming_file_duration_and_key(tmp_path):
     from clonebench.core.errors import ClonebenchError
-    from clonebench.evaluate.base import ScoreItem
+    from clonebench.evaluate.protocols.base import ScoreItem
     from clonebench.evaluate.inputs import refuse_long_clips
 
     short, long = tmp_path / "short.wav", tmp_path / "long.wav"

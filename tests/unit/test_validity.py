@@ -1,4 +1,4 @@
-"""Validity rules: which per-sample values count (evaluate/validity.py) and that the aggregate never averages others."""
+"""Validity rules: which per-sample values count (evaluate/protocols/validity.py) and that the aggregate never averages others."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from clonebench.evaluate.base import ScoreRecord
-from clonebench.evaluate.validity import checked, invalid_value
+from clonebench.evaluate.protocols.base import ScoreRecord
+from clonebench.evaluate.protocols.validity import checked, invalid_value
 from clonebench.stats.utterance import summarise
 
 

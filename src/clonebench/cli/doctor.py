@@ -12,7 +12,7 @@ import importlib.metadata
 import shutil
 import sys
 
-from clonebench.evaluate.cuda_env import public_version
+from clonebench.evaluate.execution.cuda_env import public_version
 
 CORE = {"hydra": "hydra-core", "omegaconf": "omegaconf", "numpy": "numpy", "soundfile": "soundfile",
         "tqdm": "tqdm", "matplotlib": "matplotlib", "httpx": "httpx[http extra]", "tenacity": "tenacity[http extra]",
@@ -73,9 +73,9 @@ def _torch(report: Report) -> None:
 
 
 def _ecapa_exact(report: Report) -> None:
-    """ECAPA's one-thread exact path (evaluate/exact_conv.py): on, or why not with its fix (scoring then keeps
+    """ECAPA's one-thread exact path (evaluate/execution/exact_conv.py): on, or why not with its fix (scoring then keeps
     torch's own multi-thread path: slower, same protocol)."""
-    from clonebench.evaluate.exact_conv import unverified_reason
+    from clonebench.evaluate.execution.exact_conv import unverified_reason
 
     try:
         reason = unverified_reason()
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     _torch(report)
     if args.eval:
         from clonebench.cli.doctor_gpu import run_gpu_checks
-        from clonebench.evaluate.device import normalise_device
+        from clonebench.evaluate.execution.device import normalise_device
 
         from clonebench.cli.doctor_assets import check_scorer_assets
 

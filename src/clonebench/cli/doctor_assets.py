@@ -1,5 +1,5 @@
 """``clonebench doctor --eval``: every scorer the shipped configs can ask for, derived from the scorer registry
-(``evaluate.registry``: every metric group, with the options each top-level config under configs/ gives it, plus
+(``evaluate.protocols.registry``: every metric group, with the options each top-level config under configs/ gives it, plus
 every sha256-locked faster-whisper model), checked the way a run checks it: the scorer's own ``preflight`` (its
 packages), then ``load()`` (which finds and sha256-verifies every model file it reads) and ``release()``. Nothing
 is downloaded: each scorer's hub switch is turned off, and an openai-whisper checkpoint counts only when it is
@@ -15,7 +15,7 @@ from pathlib import Path
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import HashCache
 from clonebench.core.paths import CONFIGS_DIR
-from clonebench.evaluate.registry import METRIC_GROUPS, UNVERIFIED, scorer_class
+from clonebench.evaluate.protocols.registry import METRIC_GROUPS, UNVERIFIED, scorer_class
 
 
 def shipped_configs() -> list[str]:
@@ -39,7 +39,7 @@ def scorer_setups() -> list[tuple[str, str, dict | None, list[str]]]:
     config, and every locked faster-whisper model; identical setups once. Options None: an openai-whisper model that
     is not downloaded."""
     from clonebench.config.compose import scoring_settings
-    from clonebench.evaluate.locks import FASTER_WHISPER
+    from clonebench.evaluate.protocols.locks import FASTER_WHISPER
 
     every = ",".join(METRIC_GROUPS)
     setups: dict[str, tuple[str, str, dict | None, list[str]]] = {}

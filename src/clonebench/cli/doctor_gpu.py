@@ -3,7 +3,7 @@
 What breaks at the first CUDA run, checked before it: torch sees the GPU (and how many), the GPU's generation has
 kernels in this torch build (``torch.cuda.get_arch_list()``: the CUDA 13 wheels have none for Volta, sm_70), the
 driver runs the CUDA version torch was built for (>= 580 for CUDA 13), CTranslate2 (faster-whisper) sees the GPU,
-has float16 there and finds the CUDA 12 cuBLAS it loads (evaluate/cuda_env.py), and ffmpeg (openai-whisper's
+has float16 there and finds the CUDA 12 cuBLAS it loads (evaluate/execution/cuda_env.py), and ffmpeg (openai-whisper's
 audio reader) is on PATH. The libraries are arguments, so every failure and its message is tested with fakes.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from typing import Callable
 
-from clonebench.evaluate.cuda_env import (
+from clonebench.evaluate.execution.cuda_env import (
     CUBLAS12_FIX,
     arch_supported,
     driver_cuda_version,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clonebench.core.hashing import sha256_file
-from clonebench.evaluate.base import ScoreItem
-from clonebench.evaluate.overlap import map_items
-from clonebench.evaluate.transform import Transform, transform_wav
+from clonebench.evaluate.execution.overlap import map_items
+from clonebench.evaluate.protocols.base import ScoreItem
+from clonebench.evaluate.protocols.transform import Transform, transform_wav
 
 SOURCE_FAILED, SOURCE_CHANGED, TRANSFORM_FAILED = "source_failed", "source_changed", "transform_failed"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,10 +12,11 @@ from clonebench.core.confine import OutsideRunError, inside
 from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import sha256_bytes, sha256_file
 from clonebench.core.records import Sample, SampleOutcome, SampleStatus
-from clonebench.core.untrusted import UntrustedFileError, open_regular
-from clonebench.data.audio import HEADER_BYTES, InvalidAudio, validate_wav, wav_header_duration
+from clonebench.core.untrusted import UntrustedFileError
+from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.data.identity import input_fingerprint
-from clonebench.evaluate.base import ScoreItem
+from clonebench.evaluate.protocols.audio import header_seconds
+from clonebench.evaluate.protocols.base import ScoreItem
 from clonebench.generate.journal import JOURNAL_NAME, MANIFEST_NAME, final_outcomes, read_events
 
 
@@ -99,24 +99,6 @@ def load_requested(source_run: Path, samples: list[Sample]) -> tuple[list[Reques
     return requested, {"run_dir": str(source_run), "run_manifest_sha256": sha256_file(source_run / MANIFEST_NAME),
                        "status": manifest.get("status"), "fingerprints": manifest.get("fingerprints"),
                        "seed": manifest.get("seed"), "seed_policy": manifest.get("seed_policy")}
-
-
-def header_seconds(path: Path, within: Path | None = None) -> float | None:
-    """The duration a WAV's header declares, from its first bytes (nothing decoded); None when the quick parse
-    cannot tell (the file was validated in full already, so soundfile's header reading is used then)."""
-    fd, info = open_regular(path, within=within, what="generated WAV")
-    try:
-        head = os.read(fd, HEADER_BYTES)
-    finally:
-        os.close(fd)
-    seconds = wav_header_duration(head, info.st_size)
-    if seconds is None:
-        try:
-            meta = sf.info(str(path))
-            seconds = meta.frames / meta.samplerate if meta.samplerate else None
-        except (sf.LibsndfileError, RuntimeError):
-            return None
-    return seconds
 
 
 def refuse_long_clips(items: list[ScoreItem], max_seconds: float, within: Path | None = None) -> None:

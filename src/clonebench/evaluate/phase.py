@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING
 
 from clonebench.core.hashing import HashCache
 from clonebench.core.runpaths import recorded
-from clonebench.evaluate import overlap
-from clonebench.evaluate.base import ScoreItem
-from clonebench.evaluate.cache import MetricCache
-from clonebench.evaluate.cpu_pool import CpuPool, pool_workers
-from clonebench.evaluate.device import resolve_device
+from clonebench.evaluate.execution import overlap
+from clonebench.evaluate.execution.cache import MetricCache
+from clonebench.evaluate.execution.cpu_pool import CpuPool, pool_workers
+from clonebench.evaluate.execution.device import resolve_device
+from clonebench.evaluate.execution.overlap import run_groups, shares_cores
+from clonebench.evaluate.execution.progress import ScoringProgress
+from clonebench.evaluate.execution.threads import available_cores, pin_blas_threads, warn_if_slow
 from clonebench.evaluate.inputs import Requested, duration, load_requested, refuse_long_clips
 from clonebench.evaluate.outputs import write_csv, write_json
-from clonebench.evaluate.overlap import run_groups, shares_cores
-from clonebench.evaluate.progress import ScoringProgress
-from clonebench.evaluate.registry import METRIC_GROUPS, groups_for, scorer_class
+from clonebench.evaluate.protocols.base import ScoreItem
+from clonebench.evaluate.protocols.registry import METRIC_GROUPS, groups_for, scorer_class
 from clonebench.evaluate.scoring import ScorerGroupFailed, run_group_jobs
-from clonebench.evaluate.threads import available_cores, pin_blas_threads, warn_if_slow
 from clonebench.failures.flags import finalise
 from clonebench.failures.rates import failure_rates
 from clonebench.stats.utterance import summarise
@@ -178,7 +178,7 @@ def _score_groups(settings: ScoringSettings, device: str, jobs: list[EvaluationJ
     backend = settings.evaluation.scorer_options["whisper"]["backend"]
     on_gpu = device.startswith("cuda")
     overlap.gpu_foreground(on_gpu)
-    pin_blas_threads()  # before any scorer thread starts (evaluate/threads.py)
+    pin_blas_threads()  # before any scorer thread starts (evaluate/execution/threads.py)
 
     def beside(group: str) -> bool:  # scored beside the others: one-thread groups, and the pooled ones
         cls = scorer_class(group, backend)

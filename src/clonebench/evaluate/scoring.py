@@ -15,18 +15,18 @@ from clonebench.core.errors import ClonebenchError
 from clonebench.core.hashing import HashCache
 from clonebench.core.provenance import package_versions
 from clonebench.data.identity import digest
-from clonebench.evaluate import overlap
-from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.evaluate.cache import MetricCache
-from clonebench.evaluate.chunk import score_chunk
-from clonebench.evaluate.cpu_pool import CpuPool
-from clonebench.evaluate.device import execution
-from clonebench.evaluate.precision import policy
-from clonebench.evaluate.progress import ScoringProgress
-from clonebench.evaluate.registry import scorer_class
-from clonebench.evaluate.source_digest import source_digest
-from clonebench.evaluate.threads import pin_blas_threads
+from clonebench.evaluate.execution import overlap
+from clonebench.evaluate.execution.cache import MetricCache
+from clonebench.evaluate.execution.chunk import score_chunk
+from clonebench.evaluate.execution.cpu_pool import CpuPool
+from clonebench.evaluate.execution.device import execution
+from clonebench.evaluate.execution.precision import policy
+from clonebench.evaluate.execution.progress import ScoringProgress
+from clonebench.evaluate.execution.threads import pin_blas_threads
+from clonebench.evaluate.protocols.assets import AssetError
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.registry import scorer_class
+from clonebench.evaluate.protocols.source_digest import source_digest
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def scorer_provenance(scorer: Scorer, batch_size: int, threads: int | None = Non
     The batch size is recorded but not fingerprinted: every scorer's value for a pair is independent of the
     batch it is scored in (tests/integration/test_metric_purity.py), so records scored with any batch size
     are interchangeable. Device, torch/CUDA versions, precision (in the protocol, and the GPU's flags) stay in
-    the fingerprint, and the CPU thread count ``threads`` where the numbers depend on it (evaluate/device.py)."""
+    the fingerprint, and the CPU thread count ``threads`` where the numbers depend on it (evaluate/execution/device.py)."""
     sources = {str(p.name): source_digest(p) for p in scorer.source_files()}
     facts, host = execution(scorer.device, threads)
     block = {"scorer": scorer.name, "class": type(scorer).__name__, "metrics": list(scorer.metrics),
@@ -166,7 +166,7 @@ def run_group_jobs(group: str, settings, device: str, jobs: list[tuple], hash_ca
     scorer = make_scorer(group, settings, device, hash_cache)
     pooled = pool is not None and type(scorer).cpu_bound
     started = time.perf_counter()
-    with policy(scorer.device):  # IEEE float32 on a GPU (evaluate/precision.py)
+    with policy(scorer.device):  # IEEE float32 on a GPU (evaluate/execution/precision.py)
         try:
             scorer.load()
         except AssetError as exc:

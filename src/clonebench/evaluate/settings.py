@@ -8,10 +8,10 @@ from typing import Any, Protocol
 
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
-from clonebench.evaluate.device import normalise_device
-from clonebench.evaluate.registry import METRIC_GROUPS, WER_BACKENDS
+from clonebench.evaluate.execution.device import normalise_device
+from clonebench.evaluate.protocols.registry import METRIC_GROUPS, WER_BACKENDS
+from clonebench.evaluate.protocols.wer_text import NORMALISATIONS
 from clonebench.evaluate.scorers.whisper_common import DECODINGS
-from clonebench.evaluate.wer_text import NORMALISATIONS
 
 MAX_CLIP_SECONDS = 600.0  # evaluation.max_clip_seconds's default (configs/evaluation/default.yaml says why)
 
@@ -22,7 +22,7 @@ class EvaluationSettings:
     device: str | None               # vc.evaluation.device, else evaluation.device; None = auto
     batch_size: int
     cpu_threads: int | None          # torch threads for scoring; None = torch's default
-    cpu_workers: int | None          # CPU-pool worker processes (evaluate/cpu_pool.py); None = auto, 0 = none
+    cpu_workers: int | None          # CPU-pool worker processes (evaluate/execution/cpu_pool.py); None = auto, 0 = none
     cache_dir: Path | None
     bootstrap_resamples: int
     confidence: float

@@ -52,7 +52,7 @@ def check_same_pairs(current: ResultTable, historical: ResultTable) -> dict:
 def check_protocols(current: ResultTable, historical: ResultTable, metrics: tuple[str, ...],
                     allow_mixed_precision: bool = False) -> dict:
     """Per metric, that both sides were scored by the same protocol (the historical side's recorded keys), the
-    precision (evaluate/precision.py) included unless ``allow_mixed_precision``; raises IncomparableError naming
+    precision (evaluate/execution/precision.py) included unless ``allow_mixed_precision``; raises IncomparableError naming
     each difference and its fix."""
     checked = {}
     for metric in metrics:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from clonebench.core.cells import as_number
 from clonebench.core.runpaths import generation_run, run_files
-from clonebench.evaluate.registry import UNVERIFIED
+from clonebench.evaluate.protocols.registry import UNVERIFIED
 from clonebench.report.tables import ResultTable, load_run
 
 # per-sample numbers the page can show, in this order (only those some run has are shown)

@@ -49,7 +49,7 @@ def word_diff(reference: str, hypothesis: str, normalisation: str | None) -> str
     """The hypothesis as HTML: substituted/inserted words in <ins>, missing reference words in <del>."""
     import jiwer
 
-    from clonebench.evaluate.wer_text import NORMALISATIONS, normalise
+    from clonebench.evaluate.protocols.wer_text import NORMALISATIONS, normalise
 
     name = normalisation if normalisation in NORMALISATIONS else "lowercase_v1"
     ref, hyp = normalise(reference or "", name), normalise(hypothesis or "", name)

@@ -82,7 +82,7 @@ def paper_rows(condition: str = "LibriTTS", path: Path = PAPER_FILE) -> list[dic
 
 
 def unverified_reason(metric: str) -> str | None:
-    from clonebench.evaluate.registry import METRIC_GROUPS, UNVERIFIED
+    from clonebench.evaluate.protocols.registry import METRIC_GROUPS, UNVERIFIED
 
     return UNVERIFIED.get(METRIC_GROUPS.get(metric, ""))
 

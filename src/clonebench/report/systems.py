@@ -201,7 +201,7 @@ def protocol_differences(systems: list[System], metrics: list[str], allow_mixed_
 
     Scorers whose protocols agree but for their precision (float16 on a GPU vs float32), and so differ in device
     or execution only, are a difference unless ``allow_mixed_precision``; then they are a note in ``notes``."""
-    from clonebench.evaluate.registry import METRIC_GROUPS
+    from clonebench.evaluate.protocols.registry import METRIC_GROUPS
 
     out = []
     base_system, base = systems[0], systems[0].scorers[0]

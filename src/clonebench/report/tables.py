@@ -12,8 +12,8 @@ from clonebench.core.errors import ClonebenchError
 from clonebench.core.redact import escape_terminal
 from clonebench.core.runpaths import generation_run
 from clonebench.data.identity import digest
-from clonebench.evaluate.progress import read_progress, unfinished_advice, unfinished_reason
-from clonebench.evaluate.registry import ALSO_NEEDS
+from clonebench.evaluate.execution.progress import read_progress, unfinished_advice, unfinished_reason
+from clonebench.evaluate.protocols.registry import ALSO_NEEDS
 
 METRIC_COLUMNS = ("sim", "sva", "wer", "mcd", "dnsmos")
 UNSEEDED_NOTE = "unseeded server: repeat runs give seed variance, not repeatability"

@@ -3,7 +3,7 @@ for a run with an evaluate phase, how far scoring got per scorer group (cached /
 running); for a suite run, each task's.
 
 The journal is the source of truth, so a run that was killed shows what it really finished, even where its
-run_manifest.json still says "running"; likewise the evaluate phase's durable progress file (evaluate/progress.py)
+run_manifest.json still says "running"; likewise the evaluate phase's durable progress file (evaluate/execution/progress.py)
 and the run's metric cache, for a run killed while scoring. What is returned is untrusted text (server answers
 reach it): ``clonebench status`` redacts it and escapes control characters before printing."""
 
@@ -17,8 +17,8 @@ from clonebench.core.errors import ClonebenchError
 from clonebench.core.records import SampleStatus
 from clonebench.core.redact import register_secret
 from clonebench.core.runpaths import generation_run
-from clonebench.evaluate.cache import count_records
-from clonebench.evaluate.progress import PROGRESS_NAME, read_progress, unfinished_reason
+from clonebench.evaluate.execution.cache import count_records
+from clonebench.evaluate.execution.progress import PROGRESS_NAME, read_progress, unfinished_reason
 from clonebench.generate.journal import (
     JOURNAL_NAME,
     attempt_counts,

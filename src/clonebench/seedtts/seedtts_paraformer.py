@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from clonebench.core.errors import DependencyError
-from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.assets import AssetError
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.seedtts.text import rule_protocol, score_items, zh_simplified
 
 MODEL_NAME = "paraformer-zh"

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.assets import AssetError
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 CHECKPOINT = "wavlm_large_finetune.pth"
 CHECKPOINT_URL = "https://drive.google.com/file/d/1-aE1NfzpRCLxA4GUxX9ITI3F9LlbtEGP/view"

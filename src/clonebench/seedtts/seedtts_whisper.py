@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from clonebench.core.errors import DependencyError
-from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.assets import AssetError
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 from clonebench.seedtts.text import rule_protocol, score_items
 
 MODEL_ID = "openai/whisper-large-v3"

@@ -37,7 +37,7 @@ ID_SEPARATOR = "__"
 
 @dataclass(frozen=True)
 class Transform:
-    """How a derived task's audio is made from its source task's generated audio (applied by evaluate.transform at scoring time)."""
+    """How a derived task's audio is made from its source task's generated audio (applied by evaluate.protocols.transform at scoring time)."""
 
     kind: str                      # codec | narrowband
     codec: str | None = None       # mp3 | aac | opus

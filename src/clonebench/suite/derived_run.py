@@ -6,7 +6,7 @@ folder made outside clonebench): the fsync'd journal, ``generated_audio/`` and `
 target is the unprocessed clone (the source run's clip, its path and sha256: upstream's ``target_path`` /
 ``target_sha256``), its audio the processed clip with its own sha256, size, rate and frames (upstream's
 ``generated_sha256``). The manifest's ``derived_from`` names the source run (task, directory, manifest sha256); its
-``generation_provenance`` holds the transform record (``evaluate.transform.fingerprint``: the transform, upstream's
+``generation_provenance`` holds the transform record (``evaluate.protocols.transform.fingerprint``: the transform, upstream's
 command lines, ffmpeg's and the encoders' versions), the source run and every sample's source clip and sha256.
 
 A source sample without a clip is ``generation_failed`` with upstream's error, "Source sample failed in <task>"; a
@@ -28,7 +28,7 @@ from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.data.identity import digest
 from clonebench.evaluate.derived import TRANSFORM_FAILED, derive_items
 from clonebench.evaluate.inputs import Requested, load_requested
-from clonebench.evaluate.transform import Transform, fingerprint
+from clonebench.evaluate.protocols.transform import Transform, fingerprint
 from clonebench.generate.journal import MANIFEST_NAME
 from clonebench.generate.recorder import RunRecorder
 

@@ -1,7 +1,7 @@
 """A suite's derived task (``derived_from`` + ``transform``: core-v1's compression-* and narrowband) scored as a run.
 
 A derived task has no pairs of its own: every generated clip of its source task goes through the transform (a
-codec round trip, a telephone band; ``evaluate.transform``, byte-equal to rvcbench's ``transform_audio``) and the
+codec round trip, a telephone band; ``evaluate.protocols.transform``, byte-equal to rvcbench's ``transform_audio``) and the
 processed clip is scored against the unprocessed clone it came from (``evaluate.derived``: rvcbench 2.2.1's
 ``_derived_rows``), with the derived task's own metrics (``suite.protocol``). As in rvcbench, the derived task is a
 run of its own in ``tasks/<derived task>/`` (``derived_run``): its journal, the processed clips in
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def transform_of(suite: Suite, task: Task):
     """The task's transform as the transform step reads it (ConfigError naming the suite and task when invalid)."""
-    from clonebench.evaluate.transform import Transform
+    from clonebench.evaluate.protocols.transform import Transform
 
     spec = {k: v for k, v in dataclasses.asdict(task.transform).items() if v is not None}
     return Transform.from_spec(spec, where=f"suite {suite.name} task {task.name}.transform")
@@ -36,7 +36,7 @@ def transform_of(suite: Suite, task: Task):
 def check_derived_tasks(suite: Suite) -> None:
     """Before any request: every derived task's transform is valid and ffmpeg has its encoders (DependencyError
     naming the encoder and the fix otherwise)."""
-    from clonebench.evaluate.transform import check_ffmpeg
+    from clonebench.evaluate.protocols.transform import check_ffmpeg
 
     transforms = [transform_of(suite, task) for task in suite.tasks if task.derived]
     if transforms:

@@ -7,8 +7,8 @@ import dataclasses
 import logging
 
 from clonebench.core.errors import ConfigError
+from clonebench.evaluate.protocols.wer_text import NORMALISATIONS
 from clonebench.evaluate.settings import EvaluationSettings
-from clonebench.evaluate.wer_text import NORMALISATIONS
 from clonebench.suite.definition import UPSTREAM_METRICS, Suite, Task
 
 log = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate.assets import ResolvedAsset, resolve
-from clonebench.evaluate.audio import load_librosa_16k
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.evaluate.locks import DNSMOS
+from clonebench.evaluate.protocols.assets import ResolvedAsset, resolve
+from clonebench.evaluate.protocols.audio import load_librosa_16k
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.locks import DNSMOS
 
 
 class DNSMOSScorer(Scorer):

@@ -109,7 +109,7 @@ def p808_features(segments: np.ndarray) -> np.ndarray:
 def score(model, audio: np.ndarray) -> dict[str, float]:
     """``speechmos.dnsmos.DNSMOS(...)(audio, 16000, False)`` for a mono 16 kHz array. Like ``run(path)`` (which
     loads the file itself) there is no [-1, 1] range check: a float WAV louder than full scale scores as there."""
-    from clonebench.evaluate.overlap import map_items
+    from clonebench.evaluate.execution.overlap import map_items
 
     audio, bounds, index = window_plan(audio)
 

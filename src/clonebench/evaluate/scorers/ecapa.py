@@ -10,9 +10,9 @@ A clip's embedding therefore never depends on a batch, its neighbours, its order
 ``speechbrain.utils.fetching.fetch`` (URL / ``::`` handling), which adds nothing for a local file.
 
 On a CPU with the pinned torch, a clip is embedded on ONE torch thread with the convolution kernels ATen selects at
-two (evaluate/exact_conv.py): the bits of a two-thread ``verify_files`` (rvcbench's on a 2-core host) at about half
+two (evaluate/execution/exact_conv.py): the bits of a two-thread ``verify_files`` (rvcbench's on a 2-core host) at about half
 the CPU, whatever the host's core count; the fingerprint records that protocol thread count (``PROTOCOL_THREADS``),
-not the one computing, and clips are shared out over one such process per core (evaluate/ecapa_workers.py). On
+not the one computing, and clips are shared out over one such process per core (evaluate/execution/ecapa_workers.py). On
 another torch the rule is unverified: the model runs on torch's own threads, fingerprinted with their count.
 """
 
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import logging
 
-from clonebench.evaluate import exact_conv, overlap
-from clonebench.evaluate.assets import ResolvedAsset, resolve
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.evaluate.locks import ECAPA
+from clonebench.evaluate.execution import exact_conv, overlap
+from clonebench.evaluate.protocols.assets import ResolvedAsset, resolve
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.locks import ECAPA
 
 log = logging.getLogger(__name__)
 PROTOCOL = "verify_files (one clip per forward pass, no padding)"
@@ -53,7 +53,7 @@ class EcapaScorer(Scorer):
         super().__init__(*args, **kwargs)
         self._model = None
         self._asset: ResolvedAsset | None = None
-        self.exact = False  # one-thread embeddings with the multi-thread kernels (evaluate/exact_conv.py)
+        self.exact = False  # one-thread embeddings with the multi-thread kernels (evaluate/execution/exact_conv.py)
         self._workers = None
 
     def version(self) -> str:
@@ -97,11 +97,11 @@ class EcapaScorer(Scorer):
         return PROTOCOL_THREADS if self.exact else torch_threads
 
     def _workers_for_run(self):
-        """The embedding processes (this one and the pool's: evaluate/ecapa_workers.py), made on first use; None
+        """The embedding processes (this one and the pool's: evaluate/execution/ecapa_workers.py), made on first use; None
         when embedding stays in this process (not exact, or inside a pool worker)."""
         if self._workers is None and self.exact and not overlap.is_worker():
-            from clonebench.evaluate.ecapa_workers import EmbeddingWorkers, processes_for
-            from clonebench.evaluate.threads import available_cores
+            from clonebench.evaluate.execution.ecapa_workers import EmbeddingWorkers, processes_for
+            from clonebench.evaluate.execution.threads import available_cores
 
             setting = self.options.get("workers")
             self._workers = EmbeddingWorkers(processes_for(setting, available_cores()), setting is not None,
@@ -120,7 +120,7 @@ class EcapaScorer(Scorer):
 
     def prepare(self, items: list[ScoreItem]) -> None:
         """Queue the clips of the items about to be scored (in batch order) so that the workers run ahead."""
-        from clonebench.evaluate.validity import too_short
+        from clonebench.evaluate.protocols.validity import too_short
 
         workers = self._workers_for_run()
         if workers is not None:

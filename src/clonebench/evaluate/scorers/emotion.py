@@ -19,9 +19,9 @@ import inspect
 import tempfile
 from pathlib import Path
 
-from clonebench.evaluate.assets import Asset, AssetError, ResolvedAsset, resolve
-from clonebench.evaluate.audio import resample_mono_torchaudio
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.assets import Asset, AssetError, ResolvedAsset, resolve
+from clonebench.evaluate.protocols.audio import resample_mono_torchaudio
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 EMOTION = Asset(
     asset_id="speechbrain/emotion-recognition-wav2vec2-IEMOCAP",

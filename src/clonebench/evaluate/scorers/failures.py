@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 
 def _read(path: Path) -> tuple[np.ndarray, int]:
@@ -34,7 +34,7 @@ class FailureScorer(Scorer):
     cpu_bound = True  # may be scored in the CPU pool
     scores_silence = True  # an empty or silent clip is what its "silent" flag is for
     # the VAD is an onnxruntime session of one thread, the features numpy/librosa with BLAS pinned to one
-    # thread (evaluate/threads.py): the same numbers at every torch thread count
+    # thread (evaluate/execution/threads.py): the same numbers at every torch thread count
     threads_change_numbers = False
 
     def __init__(self, *args, **kwargs):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 
 class MCDScorer(Scorer):
@@ -66,7 +66,7 @@ class MCDScorer(Scorer):
     def score_batch(self, items: list[ScoreItem]) -> list[ScoreRecord]:
         # pymcd's loader (librosa at 22.05 kHz) per file, features once per file (sha256), files and pairs
         # spread over the spare cores (WORLD, SPTK and the DTW kernels release the GIL; each is independent)
-        from clonebench.evaluate.overlap import map_items
+        from clonebench.evaluate.execution.overlap import map_items
 
         def key(path, sha: str) -> str:
             return sha or f"path:{path}"

@@ -14,8 +14,8 @@ no v1 record is ever reused.)
 
 from __future__ import annotations
 
-from clonebench.evaluate.audio import mono_then_resample
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.audio import mono_then_resample
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 RATE = 16_000
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.audio import resample_mono_torchaudio
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.assets import AssetError
+from clonebench.evaluate.protocols.audio import resample_mono_torchaudio
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 REPO = "tarepan/SpeechMOS"
 REVISION = "v1.2.0"

@@ -6,7 +6,7 @@ language=<lower-cased hint>)`` with every other option at transcribe()'s default
 0.0, 0.2, ... 1.0 (a window is decoded again at the next temperature when its compression ratio is > 2.4 or its
 average log-probability < -1.0; it is skipped as silence when no-speech > 0.6 and the log-probability is not
 above -1.0), greedy at temperature 0 and one sample per higher temperature, long clips in 30 s windows, fp16 on
-CUDA only. Before each file the RNGs are seeded as upstream seeds them (``evaluate/sample_seed.py``), so the
+CUDA only. Before each file the RNGs are seeded as upstream seeds them (``evaluate/protocols/sample_seed.py``), so the
 sampled fallback is a function of the file, the text, the language and the sample id only.
 
 ``greedy_v1`` (temperature 0 only, no fallback) is the protocol clonebench used before: a named, non-default
@@ -19,8 +19,8 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from clonebench.evaluate import sample_seed, transcript
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols import sample_seed, transcript
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 DEFAULT_SEED = 42  # rvcbench's evaluation seed: its suites' evaluation.seed and its run seed's default
 

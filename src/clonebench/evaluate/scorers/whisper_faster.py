@@ -22,10 +22,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.core.errors import ConfigError
-from clonebench.evaluate.assets import ResolvedAsset, resolve
-from clonebench.evaluate.base import ScoreItem
-from clonebench.evaluate.locks import FASTER_WHISPER
-from clonebench.evaluate.sample_seed import seeded
+from clonebench.evaluate.protocols.assets import ResolvedAsset, resolve
+from clonebench.evaluate.protocols.base import ScoreItem
+from clonebench.evaluate.protocols.locks import FASTER_WHISPER
+from clonebench.evaluate.protocols.sample_seed import seeded
 from clonebench.evaluate.scorers.whisper_common import Heard, WhisperScorer, identified, weighted, whisper_language
 
 
@@ -55,7 +55,7 @@ class FasterWhisperScorer(WhisperScorer):
         return self._model.model.compute_type if self._model is not None else self.compute_type()
 
     def execution_facts(self) -> dict:
-        from clonebench.evaluate.precision import ctranslate2_env
+        from clonebench.evaluate.execution.precision import ctranslate2_env
 
         return {"compute_type": self.precision(), "ctranslate2_env": ctranslate2_env()}
 
@@ -76,7 +76,7 @@ class FasterWhisperScorer(WhisperScorer):
 
     def load(self) -> None:
         if self.device.startswith("cuda"):  # CTranslate2 4.x needs CUDA 12's cuBLAS: load it before it looks
-            from clonebench.evaluate.cuda_env import preload_cublas12
+            from clonebench.evaluate.execution.cuda_env import preload_cublas12
 
             try:
                 preload_cublas12()

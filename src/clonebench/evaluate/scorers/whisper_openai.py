@@ -2,7 +2,7 @@
 
 One ``model.transcribe(path, ...)`` call per file, exactly upstream's call (``whisper_common``: its options, the
 temperature fallback, long-form 30 s windows), with the RNGs seeded as upstream seeds them immediately before it
-(``evaluate/sample_seed.py``). The file is read by ``transcribe`` itself (``whisper.audio.load_audio``: the ffmpeg
+(``evaluate/protocols/sample_seed.py``). The file is read by ``transcribe`` itself (``whisper.audio.load_audio``: the ffmpeg
 CLI, 16 kHz, mono downmix, s16le). fp16 only on CUDA (upstream leaves ``fp16=True``, which openai-whisper turns
 off on a CPU). No batching: a batched first pass would round differently from upstream's per-file decode
 (fp16 on a GPU especially), and a fallback decode samples from the per-file seeded RNG anyway.
@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from clonebench.core.errors import ConfigError
-from clonebench.evaluate.assets import AssetError
-from clonebench.evaluate.base import ScoreItem
-from clonebench.evaluate.locks import OPENAI_WHISPER_SHA256
-from clonebench.evaluate.sample_seed import seeded
+from clonebench.evaluate.protocols.assets import AssetError
+from clonebench.evaluate.protocols.base import ScoreItem
+from clonebench.evaluate.protocols.locks import OPENAI_WHISPER_SHA256
+from clonebench.evaluate.protocols.sample_seed import seeded
 from clonebench.evaluate.scorers.whisper_common import Heard, WhisperScorer, identified, weighted, whisper_language
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clonebench.evaluate.assets import Asset, WheelSource
+from clonebench.evaluate.protocols.assets import Asset, WheelSource
 
 ECAPA = Asset(
     asset_id="speechbrain/spkrec-ecapa-voxceleb",

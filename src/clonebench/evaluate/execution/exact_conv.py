@@ -47,7 +47,7 @@ def unverified_reason(torch_module=None) -> str | None:
         return (f"torch {torch.__version__}: its convolution backend rule (use_mkldnn) was verified only for torch "
                 f"{', '.join(VERIFIED_TORCH) or '(none)'}, so ECAPA keeps torch's own multi-thread path (slower, "
                 f"same protocol); fix: install torch=={(VERIFIED_TORCH or ('2.11.0',))[-1]} (the project's pin), or "
-                "check the rule for this version and add it to clonebench.evaluate.exact_conv.VERIFIED_TORCH")
+                "check the rule for this version and add it to clonebench.evaluate.execution.exact_conv.VERIFIED_TORCH")
     if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
         return (f"torch {torch.__version__} has oneDNN (mkldnn) unavailable or disabled, so ECAPA keeps torch's own "
                 "path; fix: a torch build with oneDNN, and leave torch.backends.mkldnn.enabled on")

@@ -2,14 +2,20 @@
 
 Each scorer uses its reference's own loader: SpeechBrain's ``audio_io.load`` + ``audio_normalizer`` (ecapa.py),
 ``whisper.audio.load_audio`` / ``faster_whisper.audio.decode_audio`` (the Whisper scorers), pymcd its own.
-The two shared here are the ones whose reference is a generic loader.
+The two shared here are the ones whose reference is a generic loader; ``header_seconds`` reads only a WAV's
+header, for the duration checks before scoring.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
+
+from clonebench.core.untrusted import open_regular
+from clonebench.data.audio import HEADER_BYTES, wav_header_duration
 
 
 def load_librosa_16k(path: Path) -> np.ndarray:
@@ -53,3 +59,21 @@ def resample_mono_torchaudio(path: Path, rate: int):
     if native != rate:
         wave = F.resample(wave, native, rate)
     return wave.mean(dim=0)
+
+
+def header_seconds(path: Path, within: Path | None = None) -> float | None:
+    """The duration a WAV's header declares, from its first bytes (nothing decoded); None when the quick parse
+    cannot tell (the file was validated in full already, so soundfile's header reading is used then)."""
+    fd, info = open_regular(path, within=within, what="generated WAV")
+    try:
+        head = os.read(fd, HEADER_BYTES)
+    finally:
+        os.close(fd)
+    seconds = wav_header_duration(head, info.st_size)
+    if seconds is None:
+        try:
+            meta = sf.info(str(path))
+            seconds = meta.frames / meta.samplerate if meta.samplerate else None
+        except (sf.LibsndfileError, RuntimeError):
+            return None
+    return seconds

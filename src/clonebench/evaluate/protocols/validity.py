@@ -2,14 +2,14 @@
 error with a reason (never averaged, never cached); the run is then ``partial`` with that reason.
 
 ``record_problem`` applies the same rules, plus the shape of each scorer group's values (``RECORD_VALUES``), to
-a record read back from the metric cache: a record that breaks any of them is not trusted (evaluate/cache.py)."""
+a record read back from the metric cache: a record that breaks any of them is not trusted (evaluate/execution/cache.py)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
 
 COSINE_SLACK = 1e-6  # float rounding of a cosine of identical vectors
 # metric -> (lowest, highest) allowed; every other numeric value must only be finite

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from clonebench.core.errors import ClonebenchError
-from clonebench.evaluate import overlap
+from clonebench.evaluate.execution import overlap
 
 POOL_MIN_ITEMS = 32
 # below this many cores the pool costs more than it gives: on 2 cores a core-v1-shaped suite scored in 78 s wall /
@@ -76,7 +76,7 @@ def _release_all() -> None:
 def _scorer(group: str, backend: str, options: dict):
     key = json.dumps([group, backend, options], sort_keys=True, default=str)
     if key not in _worker["scorers"]:
-        from clonebench.evaluate.registry import scorer_class
+        from clonebench.evaluate.protocols.registry import scorer_class
 
         scorer = scorer_class(group, backend)(options, "cpu", _worker["hash_cache"])
         scorer.load()
@@ -89,13 +89,13 @@ def _scorer(group: str, backend: str, options: dict):
 
 
 def _score_chunk(group: str, backend: str, options: dict, items: list):
-    from clonebench.evaluate.chunk import score_chunk
+    from clonebench.evaluate.execution.chunk import score_chunk
 
     return score_chunk(_scorer(group, backend, options), items)
 
 
 def _call(group: str, backend: str, options: dict, method: str, *args):
-    """``method(*args)`` of the worker's loaded scorer (e.g. ECAPA's ``embed_array``: evaluate/ecapa_workers.py)."""
+    """``method(*args)`` of the worker's loaded scorer (e.g. ECAPA's ``embed_array``: evaluate/execution/ecapa_workers.py)."""
     return getattr(_scorer(group, backend, options), method)(*args)
 
 

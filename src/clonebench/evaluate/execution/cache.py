@@ -28,9 +28,9 @@ from clonebench.core.atomic import atomic_write_json, is_disk_full
 from clonebench.core.redact import redact_value
 from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.data.identity import digest
-from clonebench.evaluate.base import ScoreItem, ScoreRecord
-from clonebench.evaluate.registry import PROMPT_GROUPS
-from clonebench.evaluate.validity import record_problem
+from clonebench.evaluate.protocols.base import ScoreItem, ScoreRecord
+from clonebench.evaluate.protocols.registry import PROMPT_GROUPS
+from clonebench.evaluate.protocols.validity import record_problem
 
 SCHEMA = "clonebench.metric_cache/v2"  # v1 records (no schema field) are misses
 MAX_RECORD_BYTES = 1 << 20  # a record holds a few numbers and one transcript; anything bigger is not one
@@ -123,7 +123,7 @@ class MetricCache:
         self.damaged: dict[str, Counter] = {}      # group -> reason -> records not trusted
         self.unwritable: dict[str, Counter] = {}   # group -> reason -> records that could not be written
         self.examples: dict[tuple[int, str], str] = {}  # (table, group) -> one path, for the log
-        self._count = threading.Lock()  # scorer groups may run on two threads (evaluate/overlap.py)
+        self._count = threading.Lock()  # scorer groups may run on two threads (evaluate/execution/overlap.py)
 
     def _path(self, root: Path, group: str, key: str) -> Path:
         return root / group / key[:2] / f"{key}.json"

@@ -18,7 +18,7 @@ Items are computed independently, so the worker count changes the time, not the 
 
 On a GPU host the foreground groups compute on the GPU and need only a few cores for their host side (audio
 decoding, features, kernel launches: ``GPU_FEEDER_CORES``); the background (threads here, or the worker
-processes of evaluate/cpu_pool.py) gets the others while they run (``gpu_foreground(True)``). Inside a pool's
+processes of evaluate/execution/cpu_pool.py) gets the others while they run (``gpu_foreground(True)``). Inside a pool's
 worker process ``map_items`` is sequential: the pool is the parallelism.
 """
 

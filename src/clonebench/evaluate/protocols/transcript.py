@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonebench.evaluate import zh_text
-from clonebench.evaluate.wer_text import edit_counts, normalise
+from clonebench.evaluate.protocols import zh_text
+from clonebench.evaluate.protocols.wer_text import edit_counts, normalise
 
 ZH_RULE = "zh_jieba"
 VERSION = "rvcbench-2.2.1 WERScorer text rule + CER over non-space characters; v1"
@@ -64,7 +64,7 @@ def check_requirements() -> None:
 
 def source_files() -> list[Path]:
     """The modules that implement the rule (their hashes join the WER scorer's provenance)."""
-    from clonebench.evaluate import wer_text
+    from clonebench.evaluate.protocols import wer_text
 
     return [Path(__file__), Path(zh_text.__file__), Path(wer_text.__file__)]
 

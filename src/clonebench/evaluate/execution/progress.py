@@ -28,7 +28,7 @@ MAX_PROGRESS_BYTES = 16 * 1024 * 1024  # a progress record holds a few counters 
 
 
 class ScoringProgress:
-    """The progress file of one evaluation; methods are safe from the two scoring threads (evaluate/overlap.py)."""
+    """The progress file of one evaluation; methods are safe from the two scoring threads (evaluate/execution/overlap.py)."""
 
     def __init__(self, run_dir: Path, groups: list[str], source_run: Path):
         self.path = Path(run_dir) / PROGRESS_NAME

@@ -1,7 +1,7 @@
 """ECAPA embeddings on one-thread processes, one per core: this process and ``processes - 1`` CPU-pool workers.
 
 Each clip is embedded alone (a pure function of its bytes), by whichever process takes it, on one torch thread with
-the multi-thread convolution kernels (evaluate/exact_conv.py), so an embedding's bits never depend on which process,
+the multi-thread convolution kernels (evaluate/execution/exact_conv.py), so an embedding's bits never depend on which process,
 in which order or beside what it was computed. Each worker loads the model once (its files sha256-verified again
 through the shared hash cache) and returns the embedding as a float32 array; this process keeps the content-keyed
 memo, the similarities and the records (evaluate/scorers/ecapa.py).
@@ -70,7 +70,7 @@ class EmbeddingWorkers:
     def _start_if_worth(self) -> None:
         if self._pool is None and self.processes > 1 and self._queue and (
                 self.explicit or sum(self._seconds[k] for k, _ in self._queue) >= POOL_MIN_SECONDS):
-            from clonebench.evaluate.cpu_pool import CpuPool
+            from clonebench.evaluate.execution.cpu_pool import CpuPool
 
             self._pool = CpuPool(self.processes - 1, self.hash_cache_path)
 
@@ -114,7 +114,7 @@ class EmbeddingWorkers:
                 except BrokenProcessPool:
                     raise
                 except Exception:  # noqa: BLE001 - embedded again here when its item is scored, which raises
-                    pass           # for that item alone (evaluate/chunk.py isolates it)
+                    pass           # for that item alone (evaluate/execution/chunk.py isolates it)
             while self._queue and len(self._running) < IN_FLIGHT_PER_WORKER * self._pool.workers:
                 key, path = self._queue.popleft()
                 self._queued.discard(key)
@@ -153,7 +153,7 @@ class EmbeddingWorkers:
 def _seconds(path: Path) -> float:
     """The clip's duration from its header; infinite (this process embeds it) when that cannot tell."""
     from clonebench.core.untrusted import UntrustedFileError
-    from clonebench.evaluate.inputs import header_seconds
+    from clonebench.evaluate.protocols.audio import header_seconds
 
     try:
         seconds = header_seconds(path)

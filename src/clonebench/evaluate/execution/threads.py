@@ -11,7 +11,7 @@ mel spectrogram can differ in their last bits between 1 and 2 BLAS threads (they
 project was measured on; whether they do is a fact about the host's BLAS, which tests/integration/
 test_thread_dependence.py records), so their scores could follow the host's core count, on a GPU host too. Scoring
 therefore pins numpy's BLAS to one thread for the rest of the process (threadpoolctl; the products are small,
-the models keep their own thread pools), as the CPU pool's workers are (evaluate/cpu_pool.py).
+the models keep their own thread pools), as the CPU pool's workers are (evaluate/execution/cpu_pool.py).
 """
 
 from __future__ import annotations

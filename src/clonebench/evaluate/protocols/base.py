@@ -60,16 +60,16 @@ class Scorer(ABC):
     uses_gpu: ClassVar[bool]
     sample_rate: ClassVar[int]
     seed_policy: ClassVar[str] = "deterministic (no sampling)"
-    # shortest clip (seconds) the scorer can use; shorter input is a per-sample metric error (evaluate/validity.py)
+    # shortest clip (seconds) the scorer can use; shorter input is a per-sample metric error (evaluate/protocols/validity.py)
     min_duration_s: ClassVar[float] = 0.0
     # measures empty and silent clips (the failure detector flags them); every other scorer gives them an error
     scores_silence: ClassVar[bool] = False
-    # computes on one CPU thread: scored beside the multi-threaded scorers (evaluate/overlap.py)
+    # computes on one CPU thread: scored beside the multi-threaded scorers (evaluate/execution/overlap.py)
     runs_beside_others: ClassVar[bool] = False
-    # CPU-only and CPU-bound: may be scored in the process pool beside the GPU groups (evaluate/cpu_pool.py)
+    # CPU-only and CPU-bound: may be scored in the process pool beside the GPU groups (evaluate/execution/cpu_pool.py)
     cpu_bound: ClassVar[bool] = False
     # on a CPU its numbers may change with the thread count (torch, CTranslate2 GEMMs): the count used is then
-    # part of the fingerprint (evaluate/device.py), checked by tests/integration/test_thread_dependence.py
+    # part of the fingerprint (evaluate/execution/device.py), checked by tests/integration/test_thread_dependence.py
     threads_change_numbers: ClassVar[bool] = True
 
     def __init__(self, options: dict[str, Any], device: str, hash_cache: HashCache):
@@ -112,7 +112,7 @@ class Scorer(ABC):
         return ("numpy", "soundfile")
 
     def precision(self) -> str:
-        """The arithmetic the numbers come from (part of the comparable protocol; evaluate/precision.py): float32
+        """The arithmetic the numbers come from (part of the comparable protocol; evaluate/execution/precision.py): float32
         unless a scorer says otherwise; on a GPU float32 is IEEE float32 (TF32 off)."""
         return "float32"
 
@@ -127,7 +127,7 @@ class Scorer(ABC):
         for attr in [a for a, v in vars(self).items() if a.startswith("_model")]:
             setattr(self, attr, None)
         if getattr(self, "_asset", None) is not None:
-            from clonebench.evaluate.assets import release
+            from clonebench.evaluate.protocols.assets import release
 
             release(self._asset)
             self._asset = None

@@ -1,13 +1,13 @@
 """Scoring one chunk of items with a loaded scorer: the per-item rules (too short, invalid value, an item that
-raises isolated from the rest) that the parent process and the CPU pool's workers (evaluate/cpu_pool.py) share,
+raises isolated from the rest) that the parent process and the CPU pool's workers (evaluate/execution/cpu_pool.py) share,
 so a value never depends on where it was computed."""
 
 from __future__ import annotations
 
 import logging
 
-from clonebench.evaluate.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.evaluate.validity import checked, too_short
+from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
+from clonebench.evaluate.protocols.validity import checked, too_short
 
 log = logging.getLogger(__name__)
 

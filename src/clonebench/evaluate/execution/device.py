@@ -5,7 +5,7 @@ fingerprints and caches; ``cuda:N`` is checked against ``torch.cuda.device_count
 
 Execution facts are split in two. The fingerprinted ones decide numbers: device, torch/CUDA/cuDNN versions, the
 machine; on a GPU its name, compute capability, the driver release and the precision flags in force
-(evaluate/precision.py); on a CPU the thread count, for the scorers whose numbers depend on it
+(evaluate/execution/precision.py); on a CPU the thread count, for the scorers whose numbers depend on it
 (``Scorer.threads_change_numbers``; tests/integration/test_thread_dependence.py checks that exactly those carry it). The recorded-only
 ones do not: core count, GPU memory, and the thread count wherever the numbers do not depend on it (the GPU
 scorers on a GPU, whose CPU-side audio features are thread-independent; DNSMOS and MCD, which compute on fixed
@@ -79,8 +79,8 @@ def execution(device: str, threads: int | None, torch_module=None) -> tuple[dict
     torch = torch_module
     if torch is None:
         import torch
-    from clonebench.evaluate.cuda_env import driver_release
-    from clonebench.evaluate.precision import cuda_flags
+    from clonebench.evaluate.execution.cuda_env import driver_release
+    from clonebench.evaluate.execution.precision import cuda_flags
 
     facts = {"device": device, "torch": torch.__version__, "cuda": torch.version.cuda,
              "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
