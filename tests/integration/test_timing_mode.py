@@ -38,6 +38,7 @@ def test_timing_run_records_latency_figures(tmp_path, dataset):
 
 
 def test_timing_mode_only_where_implemented(tmp_path, dataset):
-    with pytest.raises(ConfigError, match="measure=ttfb is implemented for fish_s2_http"):
-        generate_run(tmp_path, dataset, "http://127.0.0.1:9", "adversary=s2cpp_http", "adversary.measure=ttfb",
-                     path="/generate")
+    with pytest.raises(ConfigError, match=r"measure=ttfb is implemented for .*fish_s2_http.*s2cpp_http.*, not "
+                                          "triton_kserve"):
+        generate_run(tmp_path, dataset, "http://127.0.0.1:9", "adversary=triton_kserve", "adversary.measure=ttfb",
+                     path="/v2/models/cosyvoice2/infer")
