@@ -181,18 +181,20 @@ class SseAudioStream:
         for data in self.events.feed(chunk):
             if data == b"[DONE]":
                 self.done = True
-                continue
-            payload = _json_event(data)
-            kind = payload.get("type")
-            if kind == "speech.audio.error":
-                raise StreamNotAudio(f"the server sent an error event: {data[:200]!r}")
-            if kind == "speech.audio.done":
-                self.done = True
-            elif kind == "speech.audio.delta":
-                audio = _b64(payload.get("audio", payload.get("delta")), data)
-                if audio:
-                    self.inner.feed(audio)
+            else:
+                self.event(_json_event(data), data)
         return self.inner.samples
+
+    def event(self, payload: dict, data: bytes) -> None:
+        kind = payload.get("type")
+        if kind == "speech.audio.error":
+            raise StreamNotAudio(f"the server sent an error event: {data[:200]!r}")
+        if kind == "speech.audio.done":
+            self.done = True
+        elif kind == "speech.audio.delta":
+            audio = _b64(payload.get("audio", payload.get("delta")), data)
+            if audio:
+                self.inner.feed(audio)
 
 
 class SglangSseStream(SseAudioStream):
@@ -202,29 +204,23 @@ class SglangSseStream(SseAudioStream):
     with ``audio: null`` and a ``finish_reason``, then ``data: [DONE]``. A failure after the first event cannot change
     the 200: the body just ends, without its final event (``done`` stays false)."""
 
-    def feed(self, chunk: bytes) -> int:
-        for data in self.events.feed(chunk):
-            if data == b"[DONE]":
-                self.done = True
-                continue
-            payload = _json_event(data)
-            if payload.get("object") != "audio.speech.chunk":
-                raise StreamNotAudio(f"an event that is not an audio.speech.chunk: {data[:120]!r}")
-            audio = payload.get("audio")
-            if payload.get("finish_reason") is not None and not audio:
-                continue
-            if not isinstance(audio, dict) or audio.get("format") != "pcm":
-                raise StreamNotAudio(f"an audio chunk that is not pcm (each chunk of another format is a whole "
-                                     f"file of its own): {data[:120]!r}")
-            rate = audio.get("sample_rate")
-            if isinstance(rate, int) and rate > 0 and rate != self.inner.rate:
-                if self.inner.audio_bytes:
-                    raise StreamNotAudio(f"the sample rate changed inside the stream ({self.inner.rate} -> {rate})")
-                self.inner.rate = rate
-            pcm = _b64(audio.get("data"), data)
-            if pcm:
-                self.inner.feed(pcm)
-        return self.inner.samples
+    def event(self, payload: dict, data: bytes) -> None:
+        if payload.get("object") != "audio.speech.chunk":
+            raise StreamNotAudio(f"an event that is not an audio.speech.chunk: {data[:120]!r}")
+        audio = payload.get("audio")
+        if payload.get("finish_reason") is not None and not audio:
+            return
+        if not isinstance(audio, dict) or audio.get("format") != "pcm":
+            raise StreamNotAudio(f"an audio chunk that is not pcm (each chunk of another format is a whole "
+                                 f"file of its own): {data[:120]!r}")
+        rate = audio.get("sample_rate")
+        if isinstance(rate, int) and rate > 0 and rate != self.inner.rate:
+            if self.inner.audio_bytes:
+                raise StreamNotAudio(f"the sample rate changed inside the stream ({self.inner.rate} -> {rate})")
+            self.inner.rate = rate
+        pcm = _b64(audio.get("data"), data)
+        if pcm:
+            self.inner.feed(pcm)
 
 
 def events_to_wav(decoder: SseAudioStream, body: bytes, server: str) -> bytes:
