@@ -76,8 +76,8 @@ class OpenAISpeech(Adversary):
     def request_fingerprint_fields(self) -> dict[str, Any]:
         fields = super().request_fingerprint_fields()
         fields.pop("reference_duration_check")  # a client-side check; the request is the same
-        if not self.client.streams:
-            fields.pop("stream_format")  # a quality run asks for a whole WAV: not part of its request
+        if not self.client.streams or fields["stream_format"] == "audio":
+            fields.pop("stream_format")  # a quality run's request has none; raw audio: the request before the key
         return fields
 
     def server_build(self) -> tuple[bool | None, str]:
