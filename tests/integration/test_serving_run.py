@@ -140,70 +140,68 @@ def test_openai_speech_streams_and_open_loop_arrivals(tmp_path, dataset):
     assert data["capacity"][0]["mode"] == "open"
 
 
-@pytest.mark.parametrize("protocol, path, extra", [
-    ("triton", "/v2/models/cosyvoice2/infer", ["adversary=triton_kserve"]),
-    ("sglang_omni", "/v1/audio/speech", ["adversary=sglang_omni_speech"]),
-])
-def test_one_shot_protocols_run_end_to_end(tmp_path, dataset, protocol, path, extra):
-    """Triton's KServe JSON and SGLang-Omni's whole WAV: read whole, TTFA = total, no player, no chunk audio."""
+def test_a_one_shot_protocol_runs_end_to_end(tmp_path, dataset):
+    """Triton's KServe JSON (one document): read whole, TTFA = total, no player, no chunk audio."""
     from clonebench.standin import running_standin
 
-    share = tmp_path / "share"
-    share.mkdir()
-    if protocol == "sglang_omni":
-        extra = [*extra, f"adversary.reference_share.local_dir={share}"]
-    with running_standin(protocol=protocol, tone=True, references_dir=share, max_lifetime=120) as server:
-        result, data, manifest = serving_run(tmp_path, dataset, server.url, path, *extra, "serving.mode=closed",
-                                             "serving.levels=[1,2]", "serving.requests_per_level=2")
+    extra = ["adversary=triton_kserve"]
+    with running_standin(protocol="triton", tone=True, max_lifetime=120) as server:
+        result, data, manifest = serving_run(tmp_path, dataset, server.url, "/v2/models/cosyvoice2/infer", *extra,
+                                             "serving.mode=closed", "serving.levels=[1,2]",
+                                             "serving.requests_per_level=2")
     assert result.ok and not data["streamed"] and data["protocol"] in extra[0]
     for level in data["levels"]:
         assert level["summary"]["errors"] == 0 and level["summary"]["starvation_rate"] is None
-        # Triton has no seed field, SGLang-Omni ignores it: their answers differ whatever the load, so they are
-        # not compared (the Fish runs above check a seeded server's comparison)
+        # Triton has no seed field: its answers differ whatever the load, so they are not compared (the Fish runs
+        # above check a seeded server's comparison)
         assert "outputs_vs_alone" not in level["summary"] and "not seeded" in manifest["quality_under_load"]
         for r in (r for r in level["records"] if r["phase"] == "measured"):
             assert r["ok"] and r["player"] is None and r["ttfa_s"] == r["total_s"] and r["chunks"]["audio_ms"] == []
 
 
-def test_a_one_shot_server_gets_the_table_without_the_player(tmp_path, dataset):
-    """s2.cpp answers one WAV (no stream) and synthesizes one request at a time (503 when busy, never retried in a
-    serving run): TTFA is close to the total, no player, and its errors at 2 in flight set its capacity to 1."""
+def test_a_server_busy_with_one_synthesis_has_a_capacity_of_one(tmp_path, dataset):
+    """s2.cpp synthesizes one request at a time (503 when busy, never retried in a serving run): its errors at 2 in
+    flight set its capacity to 1. Unscripted, the stand-in sends the whole stream once the audio is made."""
     from clonebench.standin import running_standin
 
     with running_standin(protocol="s2cpp", tone=True, max_lifetime=120, latency=0.3) as server:
         result, data, _ = serving_run(tmp_path, dataset, server.url, "/generate", "adversary=s2cpp_http",
                                       "serving.mode=closed", "serving.levels=[1,2]", "serving.ttfa_budget_s=5")
-    assert result.ok and not data["streamed"]
+    assert result.ok and data["streamed"]
     one, two = data["levels"]
     for r in (r for r in one["records"] if r["phase"] == "measured"):
-        assert r["ok"] and r["player"] is None and r["ttfa_s"] == r["total_s"] >= 0.3
-    assert one["summary"]["starvation_rate"] is None and two["summary"]["errors"] > 0
+        assert r["ok"] and r["ttfb_s"] <= r["ttfa_s"] <= r["total_s"] and r["ttfa_s"] >= 0.3
+    assert one["summary"]["starvation_rate"] == 0.0 and two["summary"]["errors"] > 0
     assert two["summary"]["error_classes"].get("HTTP503")
     assert data["capacity"][0]["capacity"] == 1
 
 
-# (stand-in protocol, its adversary config and route, overrides): the other streamed answers, each on the same script
+# name: (stand-in protocol, route, overrides): the other streamed answers, each on the same script
 STREAMING = {
-    "cosyvoice": ("/inference_zero_shot", ["adversary=cosyvoice_http"]),
-    "zonos2": ("/tts/generate", ["adversary=zonos2_http"]),
-    "gpt_sovits": ("/tts", ["adversary=gpt_sovits_http", "adversary.reference_duration_check=false",
-                            "adversary.streaming_mode=2", "adversary.media_type=wav"]),
+    "cosyvoice": ("cosyvoice", "/inference_zero_shot", ["adversary=cosyvoice_http"]),
+    "zonos2": ("zonos2", "/tts/generate", ["adversary=zonos2_http"]),
+    "gpt_sovits": ("gpt_sovits", "/tts", ["adversary=gpt_sovits_http", "adversary.reference_duration_check=false",
+                                          "adversary.streaming_mode=2", "adversary.media_type=wav", "SHARE"]),
+    "vllm_omni_sse": ("openai", "/v1/audio/speech", ["adversary=openai_speech", "adversary.stream_format=sse"]),
+    "sglang_omni": ("sglang_omni", "/v1/audio/speech", ["adversary=sglang_omni_speech", "SHARE"]),
+    "s2cpp": ("s2cpp", "/generate", ["adversary=s2cpp_http"]),
 }
 
 
-@pytest.mark.parametrize("protocol", sorted(STREAMING))
-def test_every_streaming_protocol_runs_end_to_end(tmp_path, dataset, protocol, monkeypatch):
-    """CosyVoice's chunked PCM, Zonos 2's float32 stream and GPT-SoVITS streaming_mode 2 (a WAV header with no
-    frames, then PCM), each at its own rate, against the stand-in's emulation on the script (in-process: looser)."""
+@pytest.mark.parametrize("name", sorted(STREAMING))
+def test_every_streaming_protocol_runs_end_to_end(tmp_path, dataset, name, monkeypatch):
+    """CosyVoice's chunked PCM, Zonos 2's float32 stream, GPT-SoVITS streaming_mode 2 (a WAV header with no frames,
+    then PCM), vLLM-Omni's and SGLang-Omni's Server-Sent Events (base64 PCM in events of their own shapes) and
+    s2.cpp's chunked stream (its WAV header at once, before the synthesis: TTFB well before TTFA), each at its own
+    rate, against the stand-in's emulation on the script (in-process: looser). TTFA is the script's 0.1 s."""
     from clonebench.standin import gpt_sovits_api, running_standin
     from clonebench.standin.stream_profile import parse_profile
 
     monkeypatch.setattr(gpt_sovits_api, "REF_MIN_S", 2.0)  # the demo references are under GPT-SoVITS's 3 s
-    path, extra = STREAMING[protocol]
+    protocol, path, extra = STREAMING[name]
     share = tmp_path / "share"
     share.mkdir()
-    if protocol == "gpt_sovits":
-        extra = [*extra, f"adversary.reference_share.local_dir={share}"]
+    extra = [f"adversary.reference_share.local_dir={share}" if o == "SHARE" else o for o in extra]
     with running_standin(protocol=protocol, tone=True, stream_profile=parse_profile(PROFILE), references_dir=share,
                          max_lifetime=120) as server:
         result, data, _ = serving_run(tmp_path, dataset, server.url, path, *extra, "serving.mode=closed",
@@ -213,6 +211,10 @@ def test_every_streaming_protocol_runs_end_to_end(tmp_path, dataset, protocol, m
         assert r["ok"] and 0.1 - EARLY <= r["ttfa_s"] <= 0.1 + 3 * LATE, r
         assert r["audio_s"] == pytest.approx(1.2, abs=1e-3) and r["chunks"]["audio_ms"][-1] == pytest.approx(1200)
         assert len(r["chunks"]["t_ms"]) >= 3 and r["player"]["stalls"] == 0
+        if name == "s2cpp":  # the 44-byte header leaves at once: a first byte that is not audio
+            assert r["ttfb_s"] < 0.05 and r["chunks"]["bytes"][0] == 44 and r["chunks"]["audio_ms"][0] == 0
+        if name.endswith("_sse") or name == "sglang_omni":  # events: base64 makes the body a third larger
+            assert sum(r["chunks"]["bytes"]) > 1.2 * 44100 * 2 * 4 / 3
 
 
 def test_quality_under_load_keeps_what_differs(tmp_path, dataset):

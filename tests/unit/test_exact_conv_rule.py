@@ -74,6 +74,49 @@ def test_install_routes_only_the_models_own_conv1d_layers():
     assert "_conv_forward" not in vars(model[0])
 
 
+def test_rows_of_subnormal_weights_are_moved_to_the_front_and_the_bytes_kept():
+    """A layer some of whose output rows decayed below float32's smallest normal number (as ECAPA's ``asp.tdnn``):
+    computed with those rows moved to the front and the output put back, its bytes are torch's two-thread ones;
+    a weight edited in place after install is computed as it now is, never from the stale moved copy."""
+    import torch
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(2)
+    conv = torch.nn.Conv1d(256, 96, 1)
+    with torch.no_grad():
+        conv.weight.copy_(torch.randn(96, 256, 1, generator=generator) * 0.05)
+        conv.weight[[5, 40, 77]] *= 1e-38  # three dead rows
+        conv.weight[60, :7] = 1e-40  # a live row with a few subnormal weights
+        conv.bias[40] = 3e-39
+    x = torch.randn(1, 256, 200, generator=generator)
+    moved = exact_conv.front_rows(torch, conv.weight.detach(), conv.bias.detach())
+    with torch.no_grad():
+        assert torch.equal(moved[0][:4], conv.weight[[5, 40, 60, 77]])  # the four rows lead, in their order
+        assert torch.equal(moved[0].index_select(0, moved[2]), conv.weight)  # and the order puts them back
+        assert torch.equal(moved[1].index_select(0, moved[2]), conv.bias)
+    assert exact_conv.front_rows(torch, torch.randn(8, 8, 1), None) is None  # nothing to move
+    exact_conv.install(conv)
+    assert "_exact_rows" in vars(conv)
+    try:
+        with torch.inference_mode():
+            with exact_conv.torch_threads(2):
+                two = F.conv1d(x, conv.weight, conv.bias)
+            with exact_conv.torch_threads(1):
+                one = conv(x)
+        assert torch.equal(one, two)
+        with torch.no_grad():
+            conv.weight[0, 0] += 1.0  # in place: the moved copy is stale now
+        with torch.inference_mode():
+            with exact_conv.torch_threads(2):
+                two = F.conv1d(x, conv.weight, conv.bias)
+            with exact_conv.torch_threads(1):
+                one = conv(x)
+        assert torch.equal(one, two)
+    finally:
+        exact_conv.uninstall(conv)
+    assert "_exact_rows" not in vars(conv)
+
+
 def test_doctor_says_whether_the_exact_path_is_on_and_the_fix(monkeypatch, capsys):
     from clonebench.cli.doctor import Report, _ecapa_exact
 

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from clonebench.adversary.stream_decode import PcmStream, SseAudioStream, StreamNotAudio
+from clonebench.adversary.stream_decode import (
+    PcmStream,
+    SglangSseStream,
+    SseAudioStream,
+    StreamNotAudio,
+    events_to_wav,
+    finalize_streamed_wav,
+)
+from clonebench.data.audio import InvalidAudio, validate_wav
 from clonebench.serving.player import play
 from clonebench.serving.summary import capacity
 from clonebench.serving.sweep import poisson_arrivals
@@ -75,6 +83,62 @@ def test_server_sent_audio_events_split_anywhere():
     assert counts[-1] == 100 and counts[0] == 0 and sorted(counts) == counts
     with pytest.raises(StreamNotAudio):
         SseAudioStream(PcmStream(44100)).feed(b'data: {"type": "speech.audio.error", "message": "oom"}\n\n')
+
+
+def _sglang_events(pcm: bytes, step: int, rate: int = 24000, last: bool = True) -> bytes:
+    """SGLang-Omni's speech stream as its _speech_stream writes it (2489a10): pcm chunks, a final event, [DONE]."""
+    events = [{"object": "audio.speech.chunk", "index": i // step, "finish_reason": None,
+               "audio": {"data": base64.b64encode(pcm[i:i + step]).decode(), "format": "pcm",
+                         "mime_type": "audio/pcm", "sample_rate": rate}} for i in range(0, len(pcm), step)]
+    if last:
+        events.append({"object": "audio.speech.chunk", "index": len(events), "audio": None, "finish_reason": "stop"})
+    tail = b"data: [DONE]\r\n\r\n" if last else b""
+    return b"".join(f"data: {json.dumps(e)}\r\n\r\n".encode() for e in events) + tail
+
+
+def test_sglang_audio_chunks_split_anywhere_take_the_events_rate_and_must_end():
+    pcm = np.arange(300, dtype="<i2").tobytes()
+    events = _sglang_events(pcm, 200)
+    decoder = SglangSseStream(PcmStream(44100))
+    counts = [decoder.feed(events[i:i + 11]) for i in range(0, len(events), 11)]
+    assert counts[-1] == 300 and counts[0] == 0 and sorted(counts) == counts and decoder.done
+    assert decoder.rate == 24000 and decoder.seconds == pytest.approx(300 / 24000)  # the events' rate, not the guess
+    wav = events_to_wav(SglangSseStream(PcmStream(44100, collect=True)), events, "SGLang-Omni")
+    samples, rate = sf.read(io.BytesIO(wav), dtype="int16")
+    assert rate == 24000 and samples.tolist() == list(range(300))
+    with pytest.raises(InvalidAudio, match="without its final event"):  # a pipeline failure after the 200: cut short
+        events_to_wav(SglangSseStream(PcmStream(44100, collect=True)), _sglang_events(pcm, 200, last=False), "S")
+    wav_chunk = events.replace(b'"format": "pcm"', b'"format": "wav"', 1)
+    with pytest.raises(StreamNotAudio, match="not pcm"):  # each wav chunk is a whole file: never concatenated
+        SglangSseStream(PcmStream(44100)).feed(wav_chunk)
+
+
+def test_vllm_audio_events_make_a_wav_only_when_done():
+    pcm = np.arange(100, dtype="<i2").tobytes()
+    deltas = b"".join(f"data: {json.dumps({'type': 'speech.audio.delta', 'audio': base64.b64encode(pcm[i:i + 64]).decode()})}\n\n".encode()
+                      for i in range(0, 200, 64))
+    done = b'data: {"type": "speech.audio.done", "usage": null}\n\n'
+    samples, rate = sf.read(io.BytesIO(events_to_wav(SseAudioStream(PcmStream(44100, collect=True)), deltas + done,
+                                                     "vLLM-Omni")), dtype="int16")
+    assert rate == 44100 and samples.tolist() == list(range(100))
+    with pytest.raises(InvalidAudio, match="without its final event"):
+        events_to_wav(SseAudioStream(PcmStream(44100, collect=True)), deltas, "vLLM-Omni")
+
+
+def test_a_streamed_wav_header_with_placeholder_sizes_is_finalized():
+    """s2.cpp's chunked stream: a 16-bit header whose sizes are 0x7FFFFFF0, then PCM as it is made."""
+    from clonebench.standin.s2cpp_api import streaming_header
+
+    pcm = np.arange(500, dtype="<i2").tobytes()
+    body = streaming_header(44100) + pcm
+    decoder = PcmStream(22050, wav_header="always")
+    assert decoder.feed(body[:44]) == 0 and decoder.feed(body[44:45]) == 0 and decoder.feed(body[45:]) == 500
+    assert decoder.rate == 44100
+    info = validate_wav(finalize_streamed_wav(body))
+    assert info.frames == 500 and info.sample_rate == 44100
+    assert finalize_streamed_wav(_wav(0.1)) == _wav(0.1)  # a finished WAV is left as it is
+    with pytest.raises(InvalidAudio, match="mid-sample"):
+        finalize_streamed_wav(body[:-1])
 
 
 def test_percentile_intervals_cover_the_point_and_poisson_gaps_have_the_rate():

@@ -39,6 +39,7 @@ from clonebench.adversary.base import (
 )
 from clonebench.adversary.staging import ReferenceShare, read_share
 from clonebench.adversary.stream_decode import PcmStream
+from clonebench.adversary.stream_decode import finalize_streamed_wav as fix_streamed_header  # api_v2: size 0
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 from clonebench.data.audio import InvalidAudio
@@ -49,28 +50,6 @@ LANGUAGES = {"v1": ("auto", "en", "zh", "ja", "all_zh", "all_ja"),
 SPLIT_METHODS = ("cut0", "cut1", "cut2", "cut3", "cut4", "cut5")  # text_segmentation_method.py
 REFERENCE_RULE = ReferenceRule(3.0, 10.0, "GPT-SoVITS TTS._set_ref_audio_path, 48000-160000 samples at 16 kHz (48b1a01)")
 READY_MESSAGE = "ref_audio_path is required"
-
-
-def fix_streamed_header(body: bytes) -> bytes:
-    """A WAV whose data chunk says 0 bytes (api_v2's streamed header, written before any frame) followed by PCM:
-    the sizes rewritten to what was received. Any other WAV is returned as is (the shared validation reads it)."""
-    if len(body) < 12 or body[:4] != b"RIFF" or body[8:12] != b"WAVE":
-        return body
-    pos = 12
-    while pos + 8 <= len(body):
-        chunk, size = body[pos:pos + 4], int.from_bytes(body[pos + 4:pos + 8], "little")
-        if chunk == b"data":
-            rest = len(body) - pos - 8
-            if size != 0 or rest == 0:
-                return body
-            if rest % 2:
-                raise InvalidAudio(f"streamed WAV body ends mid-sample ({rest} bytes of 16-bit PCM): cut short")
-            out = bytearray(body)
-            out[pos + 4:pos + 8] = rest.to_bytes(4, "little")
-            out[4:8] = (len(body) - 8).to_bytes(4, "little")
-            return bytes(out)
-        pos += 8 + size + (size & 1)
-    return body
 
 
 def not_all_zero(wav: bytes) -> bytes:

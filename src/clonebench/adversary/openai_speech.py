@@ -14,7 +14,9 @@ it they only reach ``extra_args``, which the slow AR never reads; repetition_pen
 comes from the service record (``scripts/serve_vllm_omni.py --record``); ``effective_sampling`` follows it and
 says "unknown" without one. The request never holds ``sample_rate`` (no such field at 01bc417 / 20893221; since
 #6553 Fish refuses it with 400). Timing and serving runs stream: ``stream=true`` with ``stream_format="audio"``
-(else Server-Sent Events, #4490, #4679) and ``response_format="pcm"``: raw s16le at 44.1 kHz as it is made. Seeds fit int64 (#6598): every
+(else Server-Sent Events, #4490, #4679) and ``response_format="pcm"``: raw s16le at 44.1 kHz as it is made; with
+``adversary.stream_format=sse`` they ask for the events instead (``speech.audio.delta`` with base64 s16le, then
+``speech.audio.done``: ``stream_decode.SseAudioStream``), as a client of the default ``stream=true`` sees them. Seeds fit int64 (#6598): every
 seed is at most SEED_MAX (2**31 - 1), checked with the manifest before any request. The newest servers refuse
 references shorter than 1 s or longer than 30 s (``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``):
 checked here before any request.
@@ -30,7 +32,7 @@ import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, ReferenceRule, SynthesisInput, not_ready
 from clonebench.adversary.raw_pcm import pcm_to_wav
-from clonebench.adversary.stream_decode import PcmStream
+from clonebench.adversary.stream_decode import PcmStream, SseAudioStream, events_to_wav
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
 
@@ -38,6 +40,7 @@ SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repetition_penalty")
 APPLIED_SINCE_5406 = ("temperature", "top_p", "top_k")  # copied into stage 0's SamplingParams since #5406
 DEPLOY_CONFIG = "the server's deploy config (stage 0), not settable per request"
 STREAM_RATE = 44_100  # Fish S2's codec rate: a streamed answer carries no header to say it
+STREAM_FORMATS = ("audio", "sse")  # timing and serving runs: raw PCM, or Server-Sent Events
 REFERENCE_RULE = ReferenceRule(1.0, 30.0, "vLLM-Omni serving_speech _REF_AUDIO_MIN/MAX_DURATION (01bc417)")
 
 
@@ -67,11 +70,14 @@ class OpenAISpeech(Adversary):
             "top_k": reader.int("adversary.top_k", minimum=-1),
             "repetition_penalty": reader.float("adversary.repetition_penalty", minimum=0.0),
             "reference_duration_check": reader.bool("adversary.reference_duration_check"),
+            "stream_format": reader.str("adversary.stream_format", choices=STREAM_FORMATS),
         }
 
     def request_fingerprint_fields(self) -> dict[str, Any]:
         fields = super().request_fingerprint_fields()
         fields.pop("reference_duration_check")  # a client-side check; the request is the same
+        if not self.client.streams or fields["stream_format"] == "audio":
+            fields.pop("stream_format")  # a quality run's request has none; raw audio: the request before the key
         return fields
 
     def server_build(self) -> tuple[bool | None, str]:
@@ -132,6 +138,12 @@ class OpenAISpeech(Adversary):
         }
         if self.params["model"]:
             body["model"] = self.params["model"]
+        if self.client.streams and self.params["stream_format"] == "sse":  # events carrying base64 s16le (#4490)
+            body.update(stream=True, stream_format="sse", response_format="pcm")
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
+                                   stream=True, to_wav=_events_to_wav,
+                                   decoder=lambda: SseAudioStream(PcmStream(STREAM_RATE)))
         if self.client.streams:  # raw s16le at the model's 44.1 kHz as it is made, not Server-Sent Events (#4679)
             body.update(stream=True, stream_format="audio", response_format="pcm")
             content = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -143,3 +155,7 @@ class OpenAISpeech(Adversary):
 
 def _stream_to_wav(body: bytes) -> bytes:
     return pcm_to_wav(body, sample_rate=STREAM_RATE, sample_format="s16le", server="vLLM-Omni")
+
+
+def _events_to_wav(body: bytes) -> bytes:
+    return events_to_wav(SseAudioStream(PcmStream(STREAM_RATE, collect=True)), body, "vLLM-Omni")

@@ -6,6 +6,13 @@ health route: readiness is a TCP connect plus a ``POST /generate`` without text,
 not take the busy lock. 503 means another synthesis is running (transient). The default answer is a 32-bit
 float WAV. s2.cpp silently ignores reference audio it cannot decode, so the reference-sensitivity gate is
 mandatory for it (shared notes, server_protocols.md section 2).
+
+Timing and serving runs (``adversary.measure`` ttfb or stream) add ``stream`` and ``chunked`` to ``params``
+(rodrigomatta/s2.cpp 2c33261, ``src/s2_server.cpp``: ``set_chunked_content_provider`` with ``HttpStreamSink``): a
+16-bit PCM WAV header with the placeholder size 0x7FFFFFF0, sent before the synthesis starts, then PCM16 chunks as
+they are decoded (``output_format`` stays wav: with pcm and ``chunked`` the server holds the first 3 s of audio,
+``stream_start_buffer_ms``). The sizes are rewritten to what was received (``finalize_streamed_wav``). A failure
+after the header cuts the chunked body (the content provider returns false).
 """
 
 from __future__ import annotations
@@ -17,8 +24,11 @@ from typing import Any
 import httpx
 
 from clonebench.adversary.base import Adversary, PreparedRequest, SynthesisInput, not_ready
+from clonebench.adversary.stream_decode import PcmStream, finalize_streamed_wav
 from clonebench.core.config_reader import ConfigReader
 from clonebench.core.errors import ConfigError
+
+STREAM_RATE = 44_100  # the codec's rate (the streamed header says it too; the decoder reads it there)
 
 
 def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> tuple[bytes, str]:
@@ -42,6 +52,7 @@ def multipart(fields: list[tuple[str, str | bytes, str | None, str | None]]) -> 
 
 class S2CppHTTP(Adversary):
     protocol = "s2cpp_http"
+    supports_timing = True  # params stream + chunked: a WAV header, then PCM16 as it is decoded
     busy_status = 503  # "Server busy processing another synthesis request." (one at a time, no queue)
     accepts_seed = False  # mt19937 from random_device: no seed field
 
@@ -86,12 +97,18 @@ class S2CppHTTP(Adversary):
         return {"url": url, "probe": "POST /generate without text", "status_code": 400}
 
     def prepare(self, item: SynthesisInput) -> PreparedRequest:
-        params = json.dumps({k: self.params[k] for k in ("max_new_tokens", "temperature", "top_p", "top_k")},
-                            sort_keys=True)
+        params = {k: self.params[k] for k in ("max_new_tokens", "temperature", "top_p", "top_k")}
+        if self.client.streams:
+            params.update(stream=True, chunked=True)
+        params = json.dumps(params, sort_keys=True)
         content, content_type = multipart([
             ("text", item.text, None, None),
             ("reference", item.reference_audio, f"reference.{item.reference_container.lower()}", item.reference_mime),
             ("reference_text", item.reference_text, None, None),
             ("params", params, None, None),
         ])
+        if self.client.streams:
+            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type},
+                                   stream=True, to_wav=finalize_streamed_wav,
+                                   decoder=lambda: PcmStream(STREAM_RATE, wav_header="always"))
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": content_type})

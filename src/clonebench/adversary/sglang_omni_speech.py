@@ -17,8 +17,12 @@ neither the S2-Pro pipeline nor Qwen3-TTS's reads it there: the seed is sent and
 
 Answers: ``response_format`` wav is a whole WAV (``encode_wav``: int16, mono) at the pipeline's codec rate (44.1 kHz
 for S2-Pro, 24 kHz for Qwen3-TTS), validated by the shared WAV check; ``pcm`` is header-less s16le at that rate,
-wrapped here (``raw_pcm.pcm_to_wav`` at ``adversary.sample_rate``). ``stream: true`` answers SSE events carrying
-base64 chunks: not used here (the whole answer is requested, so ``measure=ttfb`` has no first byte to time).
+wrapped here (``raw_pcm.pcm_to_wav`` at ``adversary.sample_rate``). ``stream: true`` answers SSE events
+(``_speech_stream``): ``audio.speech.chunk`` objects with ``audio: {data: base64, format, sample_rate}``, each chunk
+encoded alone in ``response_format``, a last one with ``finish_reason``, then ``data: [DONE]``. Timing and serving
+runs (``adversary.measure`` ttfb or stream) ask for it with ``response_format: pcm`` (the only format whose chunks
+concatenate) and read it with ``stream_decode.SglangSseStream``; an answer without its final event was cut short
+(a pipeline failure after the 200 just ends the body).
 Errors: FastAPI's 422 ``{"detail": [...]}`` (a body that does not validate; permanent) and 500 ``{"detail": "..."}``
 for any pipeline failure, including a reference path the server cannot open (retried; the same 500 error twice,
 compared by meaning with addresses, ids and times set aside, stops early as permanent).
@@ -42,6 +46,7 @@ from clonebench.adversary.base import (
 from clonebench.adversary.openai_speech import server_root
 from clonebench.adversary.raw_pcm import fastapi_error, pcm_to_wav
 from clonebench.adversary.staging import ReferenceShare, read_share
+from clonebench.adversary.stream_decode import PcmStream, SglangSseStream, events_to_wav
 from clonebench.core.config_reader import ConfigReader
 
 UPSTREAM_COMMIT = "2489a10eecb91bbd1bdbe8b511b0bdf23d341f3f"
@@ -61,6 +66,7 @@ def describe_error(status: int, body: bytes) -> str | None:
 
 class SGLangOmniSpeech(Adversary):
     protocol = "sglang_omni_speech"
+    supports_timing = True  # stream: true (SSE, pcm chunks)
     seed_ignored = True  # set per pipeline in __init__ (SEED_READ)
 
     @classmethod
@@ -127,6 +133,12 @@ class SGLangOmniSpeech(Adversary):
     def to_wav(self, body: bytes) -> bytes:
         return pcm_to_wav(body, sample_rate=self.params["sample_rate"], sample_format="s16le", server="SGLang-Omni")
 
+    def stream_decoder(self, collect: bool = False) -> SglangSseStream:
+        return SglangSseStream(PcmStream(self.params["sample_rate"], collect=collect))
+
+    def events_to_wav(self, body: bytes) -> bytes:
+        return events_to_wav(self.stream_decoder(collect=True), body, "SGLang-Omni")
+
     def request_body(self, item: SynthesisInput, server_path: str) -> dict[str, Any]:
         p = self.params
         body: dict[str, Any] = {"input": item.text}
@@ -138,7 +150,8 @@ class SGLangOmniSpeech(Adversary):
             body["references"] = [{"audio_path": server_path, "text": item.reference_text}]
         else:
             body.update(ref_audio=server_path, ref_text=item.reference_text)
-        body.update(response_format=p["response_format"], stream=False)
+        streams = self.client.streams  # events of pcm chunks (the only format whose chunks concatenate)
+        body.update(response_format="pcm" if streams else p["response_format"], stream=streams)
         for name in SERVER_SAMPLING:
             if p[name] is not None:
                 body[name] = p[name]
@@ -149,6 +162,10 @@ class SGLangOmniSpeech(Adversary):
     def prepare(self, item: SynthesisInput) -> PreparedRequest:
         server_path, _ = self.share.stage(item.reference_audio, item.reference_container)
         content = json.dumps(self.request_body(item, server_path), ensure_ascii=False).encode("utf-8")
+        if self.client.streams:
+            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
+                                   stream=True, to_wav=self.events_to_wav, describe_error=describe_error,
+                                   decoder=self.stream_decoder)
         return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
                                to_wav=self.to_wav if self.params["response_format"] == "pcm" else None,
                                describe_error=describe_error)

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from clonebench.adversary.bounded import bounded_client
 from clonebench.adversary.endpoints import EndpointPool
-from clonebench.adversary.registry import adversary_class
+from clonebench.adversary.registry import ADVERSARIES, adversary_class
 from clonebench.adversary.service_record import load_service_record
 from clonebench.adversary.transport import AttemptFailed, RetryPolicy
 from clonebench.core.atomic import DiskFullError, is_disk_full
@@ -85,8 +85,9 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
     client = settings.client
     cls = adversary_class(client.protocol)
     if client.measure == "ttfb" and not cls.supports_timing:
-        raise ConfigError(f"adversary.measure=ttfb is implemented for fish_s2_http (streamed /v1/tts), not "
-                          f"{client.protocol}; use adversary.measure=quality")
+        timed = sorted(p for p in ADVERSARIES if adversary_class(p).supports_timing)
+        raise ConfigError(f"adversary.measure=ttfb is implemented for the protocols whose answer streams "
+                          f"({', '.join(timed)}), not {client.protocol}; use adversary.measure=quality")
     adversary = cls(client, settings.adversary_params)
     locks = RunLocks()
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ import email.parser
 import email.policy
 import json
 import re
+from pathlib import Path
 
 import ormsgpack
 
@@ -148,3 +149,21 @@ def validate_tts(data: dict) -> dict:
 
 def reference_id_valid(reference_id: str) -> bool:
     return bool(REFERENCE_ID.match(reference_id)) and len(reference_id) <= 255
+
+
+AUDIO_EXTENSIONS = (".mp3", ".wav", ".flac", ".ogg", ".m4a", ".wma", ".aac", ".aiff", ".aif", ".aifc")
+
+
+def stored_references(references_dir: Path | None, reference_id: str) -> list[dict]:
+    """Fish's reference_id lookup: a valid but unknown id silently means no reference (and an empty folder)."""
+    if not reference_id_valid(reference_id):
+        raise HTTPFailure(500, "Failed to generate speech")
+    if references_dir is None:
+        return []
+    folder = references_dir / reference_id
+    folder.mkdir(parents=True, exist_ok=True)
+    found = []
+    for audio in sorted(p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_EXTENSIONS):
+        lab = audio.with_suffix(".lab")
+        found.append({"audio": audio.read_bytes(), "text": lab.read_text() if lab.exists() else str(lab)})
+    return found

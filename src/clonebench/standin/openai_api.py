@@ -173,13 +173,30 @@ def encode(wav: bytes, response_format: str) -> tuple[bytes, str]:
     return out.getvalue(), content_type
 
 
-def sse(body: bytes, chunk: int = 32768) -> bytes:
-    """A streamed answer as Server-Sent Events: ``speech.audio.delta`` events (base64 audio), then
+def sse(body: bytes, chunk: int = 32768, last: bool = True) -> bytes:
+    """A streamed answer as Server-Sent Events: ``speech.audio.delta`` events (base64 audio), then (``last``)
     ``speech.audio.done``."""
     events = [{"type": "speech.audio.delta", "audio": base64.b64encode(body[i:i + chunk]).decode("ascii")}
               for i in range(0, len(body), chunk)]
-    events.append({"type": "speech.audio.done"})
+    if last:
+        events.append({"type": "speech.audio.done"})
     return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def sse_piece(piece: bytes, last: bool) -> bytes:
+    """One scripted piece of a streamed answer as one event (``stream_profile.scripted_answer``'s framing)."""
+    return sse(piece, chunk=max(1, len(piece)), last=last)
+
+
+def answer(handler, request: dict, audio: bytes, kind: str | None) -> None:
+    """The 200 answer to a parsed request whose audio (a WAV) is made: whole, streamed raw or as events."""
+    body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \
+        encode(audio, request["format"])
+    headers = {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
+               "x-vllm-omni-completion-tokens": str(len(audio) // 2048)}
+    if request["stream"] == "sse":  # stream=true without stream_format="audio": events, not audio
+        return handler._answer(body, "text/event-stream", headers, request, audio, "sse")
+    return handler._answer(body, content_type, headers, request, audio, "raw" if request["stream"] else None)
 
 
 def models() -> bytes:

@@ -10,13 +10,13 @@ prompt_copy, silence), applied in ``Handler._synthesize``, through which every p
 Built on the standard library's ``http.server`` rather than an ASGI framework because the faults
 need the raw socket: resetting a connection after reading a request, or cutting a chunked body short.
 Control routes (tests only, no key): ``GET /_standin/received``, ``POST /_standin/faults``
-(``{"faults": [...], "sticky": {...}|null, "clear": bool}``), ``POST /_standin/reset``.
+(``{"faults": [...], "sticky": {...}|null, "clear": bool}``), ``POST /_standin/reset``. Which code answers which
+protocol's routes is ``routing.py``'s table; this module holds what every protocol shares.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import ipaddress
 import json
 import logging
@@ -28,42 +28,16 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import soundfile as sf
-
 from clonebench.data.audio import InvalidAudio
 from clonebench.standin import behaviours as behaviours_module
-from clonebench.standin import (
-    cosyvoice_api,
-    gpt_sovits_api,
-    hostile,
-    openai_api,
-    s2cpp_api,
-    sglang_omni_api,
-    triton_api,
-    voice,
-    wavs,
-    zonos2_api,
-)
+from clonebench.standin import hostile, openai_api, s2cpp_api, voice, wavs
 from clonebench.standin.chunked import write_chunked
 from clonebench.standin.faults import FaultPlan
+from clonebench.standin.fish_api import HTTPFailure, stored_references
+from clonebench.standin.routing import FAMILIES, PROTOCOLS, control, dispatch
 from clonebench.standin.stream_profile import InFlight, Layout, StreamProfile, scripted_answer
-from clonebench.standin.fish_api import (
-    HTTPFailure,
-    parse_body,
-    reference_id_valid,
-    validate_tts,
-)
 
 log = logging.getLogger("clonebench.standin")
-ROUTES = {"/v1/health": ("GET", "POST"), "/v1/tts": ("POST",)}
-PROTOCOL_ROUTES = {"fish": ROUTES, "s2cpp": s2cpp_api.ROUTES, "openai": openai_api.ROUTES}
-PROTOCOL_ROUTES["triton"] = triton_api.ROUTES  # dynamic paths: triton_api.route serves them
-DELEGATED = {"cosyvoice": cosyvoice_api, "zonos2": zonos2_api}  # modules that serve every route (.route)
-PROTOCOL_ROUTES.update({name: module.ROUTES for name, module in DELEGATED.items()})
-PROTOCOL_ROUTES["gpt_sovits"] = gpt_sovits_api.ROUTES  # gpt_sovits_api.route serves them
-DELEGATED["sglang_omni"] = sglang_omni_api  # server-side reference paths, read in references_dir
-PROTOCOL_ROUTES["sglang_omni"] = sglang_omni_api.ROUTES
-AUDIO_EXTENSIONS = (".mp3", ".wav", ".flac", ".ogg", ".m4a", ".wma", ".aac", ".aiff", ".aif", ".aifc")
 
 
 class StandinServer(ThreadingHTTPServer):
@@ -74,8 +48,8 @@ class StandinServer(ThreadingHTTPServer):
                  serial: bool = True, references_dir: Path | None = None, protocol: str = "fish",
                  tone: bool = False, ignore_seed: bool = False, vllm_build: str = "after-6553",
                  behaviours: dict[str, float] | str | None = None, stream_profile: StreamProfile | None = None):
-        if protocol not in PROTOCOL_ROUTES:
-            raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOL_ROUTES)}")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol {protocol!r}: one of {sorted(PROTOCOLS)}")
         if vllm_build not in openai_api.BUILDS:
             raise ValueError(f"vllm_build {vllm_build!r}: one of {openai_api.BUILDS}")
         self.protocol = protocol
@@ -175,103 +149,32 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         path = self.path.split("?")[0]
         body = self._read_body() if method in ("POST", "DELETE") else b""
-        protocol = self.server.protocol
         try:
             if path.startswith("/_standin/"):
-                return self._control(method, path, body)
+                return control(self, method, path, body)
             entry = self.server.record(path, body, self.headers.get("Content-Type")) if method == "POST" else {}
             self.script = None
             if method == "POST" and self.server.stream_profile is not None:
                 token = self.server.in_flight.enter()  # (when it was read, its slowdown, count): scripted answers
                 self.script = (time.perf_counter(), self.server.stream_profile.factor(token[0]), token[0], token)
                 try:
-                    return self._dispatch(method, path, body, entry)
+                    return dispatch(self, method, path, body, entry)
                 finally:
                     self.server.in_flight.leave(token)
-            return self._dispatch(method, path, body, entry)
+            return dispatch(self, method, path, body, entry)
         except HTTPFailure as exc:
             self._fail(exc)
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             log.debug("client went away: %r", exc)
             self.close_connection = True
 
-    def _dispatch(self, method: str, path: str, body: bytes, entry: dict) -> None:
-        protocol = self.server.protocol
-        if protocol == "triton":
-            return triton_api.route(self, method, path, body)
-        if protocol in DELEGATED:
-            return DELEGATED[protocol].route(self, method, path, body)
-        if protocol == "gpt_sovits":  # server-side reference paths, read in references_dir
-            return gpt_sovits_api.route(self, method, path, body)
-        routes = PROTOCOL_ROUTES[protocol]
-        if path not in routes:
-            raise {"fish": HTTPFailure(404), "s2cpp": s2cpp_api.not_found(),
-                   "openai": openai_api.error(404, f"Not Found: {path}")}[protocol]
-        if method not in routes[path]:
-            if protocol == "fish":
-                raise HTTPFailure(405, None, headers={"Allow": ", ".join(routes[path])})
-            raise openai_api.error(405, "Method Not Allowed") if protocol == "openai" else s2cpp_api.not_found()
-        if protocol == "fish" and self.server.api_key and \
-                self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
-            raise HTTPFailure(401, "Invalid or missing API key")
-        if path in ("/v1/health", "/health"):
-            return self._json(200, {"status": "healthy" if protocol == "openai" else "ok"})
-        if path == "/v1/models":
-            return self._send(200, openai_api.models(), "application/json")
-        started = time.perf_counter()
-        self._synthesis(body)
-        entry["handled_s"] = time.perf_counter() - started  # server-side time, for overhead benchmarks
-
-    def _control(self, method: str, path: str, body: bytes) -> None:
-        if path == "/_standin/received" and method == "GET":
-            with self.server.received_lock:
-                return self._json(200, list(self.server.received))
-        if path == "/_standin/faults" and method == "POST":
-            spec = json.loads(body or b"{}")
-            if spec.get("clear"):
-                self.server.faults.clear()
-            try:
-                self.server.faults.add(spec.get("faults", []))
-            except ValueError as exc:
-                return self._envelope(400, str(exc))
-            try:
-                if "sticky" in spec:
-                    self.server.faults.set_sticky(spec["sticky"])
-            except ValueError as exc:
-                return self._envelope(400, str(exc))
-            return self._json(200, {"queued": len(self.server.faults.queue)})
-        if path == "/_standin/reset" and method == "POST":
-            with self.server.received_lock:
-                self.server.received.clear()
-            self.server.faults.clear()
-            return self._json(200, {"ok": True})
-        return self._envelope(404, None)
-
     # -- synthesis (/v1/tts, /generate, /v1/audio/speech) ----------------------------------------
-    def _parse(self, raw: bytes) -> dict:
-        content_type = self.headers.get("Content-Type")
-        if self.server.protocol == "s2cpp":
-            return s2cpp_api.parse(content_type, raw)
-        if self.server.protocol == "openai":
-            return openai_api.parse(content_type, raw, self.server.vllm_build)
-        return validate_tts(parse_body(content_type, raw))
-
     def _status_fault(self, fault: dict) -> HTTPFailure:
         code, message = int(fault.get("code", 503)), fault.get("message", "injected fault")
-        headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
-        if self.server.protocol == "s2cpp":
-            failure = s2cpp_api.text_error(code, message)
-        elif self.server.protocol == "openai":
-            failure = openai_api.error(code, message)
-        else:
-            failure = HTTPFailure(code, message)
-        failure.headers.update(headers)
+        failure = FAMILIES[self.server.protocol].status(code, message)
+        if "retry_after" in fault:
+            failure.headers.update({"Retry-After": str(fault["retry_after"])})
         return failure
-
-    def _synthesis(self, raw: bytes) -> None:
-        # parsed first: a malformed request (s2.cpp's readiness probe among them) is refused without taking a fault
-        request = self._parse(raw)
-        return self._answer_request(request)
 
     def _answer(self, body: bytes, content_type: str, headers: dict, request: dict, audio: bytes,
                 streamed: str | None) -> None:
@@ -281,7 +184,8 @@ class Handler(BaseHTTPRequestHandler):
                 body = openai_api.sse(body)
             return self._send(200, body, content_type, headers, chunked=streamed is not None or
                               self.server.protocol == "fish")
-        scripted_answer(self, request["text"], body, Layout.of_wav_pcm16(audio, body), content_type, headers, streamed)
+        framing = openai_api.sse_piece if streamed == "sse" else streamed
+        scripted_answer(self, request["text"], body, Layout.of_wav_pcm16(audio, body), content_type, headers, framing)
 
     def _answer_request(self, request: dict) -> None:
         fault = self.server.faults.next() or {}
@@ -316,24 +220,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True  # closed cleanly mid-chunk: the client sees a body cut short
             return self.connection.shutdown(socket.SHUT_WR)
-        if self.server.protocol == "s2cpp":  # a 32-bit float WAV with Content-Length, as s2.cpp answers
-            body = audio if kind in ("nan", "wav_truncated_header") else s2cpp_api.float_wav(audio)
-            if self.script is not None and body is not audio:  # --stream-profile: the whole WAV when it is done
-                layout = Layout(len(body) - 4 * sf.info(io.BytesIO(audio)).frames, 4, voice.OUTPUT_RATE)
-                return scripted_answer(self, request["text"], body, layout, "audio/wav", {}, None)
-            return self._send(200, body, "audio/wav", {"Content-Disposition": 'attachment; filename="generated_audio.wav"'})
-        if self.server.protocol == "openai":
-            body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \
-                openai_api.encode(audio, request["format"])
-            headers = {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
-                       "x-vllm-omni-completion-tokens": str(len(audio) // 2048)}
-            if request["stream"] == "sse":  # stream=true without stream_format="audio": events, not audio
-                return self._answer(body, "text/event-stream", headers, request, audio, "sse")
-            return self._answer(body, content_type, headers, request, audio, "raw" if request["stream"] else None)
-        headers = {"Content-Disposition": f"attachment; filename=audio.{request['format']}"}
-        if request["streaming"]:  # Fish drops the WAV header when streaming: raw s16le
-            return self._answer(wavs.pcm_only(audio), "audio/wav", headers, request, audio, "raw")
-        self._answer(audio, "audio/wav", headers, request, audio, None)
+        FAMILIES[self.server.protocol].answer(self, request, audio, kind)
 
     def _synthesize(self, request: dict, ignore_reference: bool, fault: dict | None = None) -> bytes:
         """The answer's audio (a WAV at ``voice.OUTPUT_RATE``) for every protocol, failure behaviour applied."""
@@ -344,7 +231,7 @@ class Handler(BaseHTTPRequestHandler):
             request = {**request, "seed": (request["seed"] * 1009 + script[2]) % 2**31}  # batched: other audio
         references = request["references"]
         if request.get("reference_id") is not None:
-            references = self._stored_references(request["reference_id"])
+            references = stored_references(self.server.references_dir, request["reference_id"])
         audio = self._synthesize_speech(request, references, ignore_reference)
         reference_audio = references[0]["audio"] if references else b""
         reference_audio = reference_audio.encode() if isinstance(reference_audio, str) else bytes(reference_audio)
@@ -393,17 +280,3 @@ class Handler(BaseHTTPRequestHandler):
             return voice.synthesize(request["text"], voice.text_language(request["text"]), style, request["seed"])
         except voice.SpeechError as exc:
             raise HTTPFailure(500, f"No audio generated: {exc}") from exc
-
-    def _stored_references(self, reference_id: str) -> list[dict]:
-        """Fish's reference_id lookup: a valid but unknown id silently means no reference (and an empty folder)."""
-        if not reference_id_valid(reference_id):
-            raise HTTPFailure(500, "Failed to generate speech")
-        if self.server.references_dir is None:
-            return []
-        folder = self.server.references_dir / reference_id
-        folder.mkdir(parents=True, exist_ok=True)
-        found = []
-        for audio in sorted(p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_EXTENSIONS):
-            lab = audio.with_suffix(".lab")
-            found.append({"audio": audio.read_bytes(), "text": lab.read_text() if lab.exists() else str(lab)})
-        return found

@@ -10,7 +10,8 @@ sgl-project/sglang-omni 2489a10eecb91bbd1bdbe8b511b0bdf23d341f3f (``sglang_omni/
   share folder (``references_dir``): any other path fails as missing. ``seed`` is accepted and ignored (the S2-Pro
   pipeline never reads it). Answers at 44.1 kHz: ``wav`` an int16 WAV, ``pcm`` bare s16le, ``flac`` FLAC, an
   unknown format a WAV (mp3/opus/aac need pydub: not emulated, a WAV here too); ``stream`` SSE events
-  (``audio.speech.chunk`` with base64 audio, a final event with ``finish_reason``, then ``[DONE]``);
+  (``audio.speech.chunk`` with base64 audio, each chunk encoded alone, a final event with ``finish_reason``, then
+  ``[DONE]``), half-second chunks, or one event per chunk of the ``--stream-profile`` script;
 - ``GET /health`` 200 ``{"status": "healthy", ...}``, ``GET /v1/models``; other paths are 404 ``{"detail":
   "Not Found"}``, a wrong method 405;
 - faults: ``status`` (``{"detail": message}`` with its code), ``reset``, ``delay``, ``empty`` (200, no audio),
@@ -32,6 +33,7 @@ import soundfile as sf
 
 from clonebench.core.untrusted import UntrustedFileError, read_bytes
 from clonebench.standin.fish_api import HTTPFailure
+from clonebench.standin.stream_profile import Layout, scripted_answer
 
 UPSTREAM_COMMIT = "2489a10eecb91bbd1bdbe8b511b0bdf23d341f3f"
 RATE = 44_100
@@ -114,17 +116,34 @@ def encode(pcm: np.ndarray, fmt: str) -> tuple[bytes, str]:
     return out.getvalue(), "audio/wav"
 
 
+class Events:
+    """One answer's SSE events (``_speech_stream``): each piece of 16-bit PCM an ``audio.speech.chunk`` encoded alone
+    in the request's format; the last piece followed by the event with ``finish_reason`` and ``data: [DONE]``.
+    Called as ``(piece, last)``: the framing of a scripted answer (``stream_profile.scripted_answer``)."""
+
+    def __init__(self, fmt: str):
+        self.fmt, self.index, self.request_id = fmt, 0, f"speech-speech-{uuid.uuid4()}"
+
+    def __call__(self, piece: bytes, last: bool) -> bytes:
+        events = []
+        if piece:
+            data, mime = encode(np.frombuffer(piece, dtype="<i2"), self.fmt)
+            events.append({"id": self.request_id, "object": "audio.speech.chunk", "index": self.index,
+                           "audio": {"data": base64.b64encode(data).decode("ascii"), "format": mime.split("/")[1],
+                                     "mime_type": mime, "sample_rate": RATE}, "finish_reason": None})
+            self.index += 1
+        if last:
+            events.append({"id": self.request_id, "object": "audio.speech.chunk", "index": self.index, "audio": None,
+                           "finish_reason": "stop", "usage": None})
+        out = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
+        return out + (b"data: [DONE]\n\n" if last else b"")
+
+
 def sse(pcm: np.ndarray, fmt: str) -> bytes:
-    request_id = f"speech-speech-{uuid.uuid4()}"
-    events, step = [], RATE // 2
-    for index, start in enumerate(range(0, len(pcm), step)):
-        data, mime = encode(pcm[start:start + step], fmt)
-        events.append({"id": request_id, "object": "audio.speech.chunk", "index": index,
-                       "audio": {"data": base64.b64encode(data).decode("ascii"), "format": mime.split("/")[1],
-                                 "mime_type": mime, "sample_rate": RATE}, "finish_reason": None})
-    events.append({"id": request_id, "object": "audio.speech.chunk", "index": len(events), "audio": None,
-                   "finish_reason": "stop", "usage": None})
-    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    """A whole streamed answer: half-second chunks."""
+    raw, step, events = pcm.tobytes(), RATE, Events(fmt)  # RATE samples of 2 bytes: half a second
+    pieces = [raw[i:i + step] for i in range(0, len(raw), step)] or [b""]
+    return b"".join(events(piece, i == len(pieces) - 1) for i, piece in enumerate(pieces))
 
 
 def route(handler, method: str, path: str, body: bytes) -> None:
@@ -159,6 +178,9 @@ def route(handler, method: str, path: str, body: bytes) -> None:
     samples, rate = sf.read(io.BytesIO(wav), dtype="int16")
     if rate != RATE:
         raise detail(500, f"stand-in voice at {rate} Hz, not {RATE}")
+    if req.get("stream") and handler.script is not None:  # --stream-profile: each chunk an event, on the script
+        return scripted_answer(handler, req["input"], samples.tobytes(), Layout(0, 2, RATE), "text/event-stream", {},
+                               Events(fmt))
     if req.get("stream"):
         return handler._send(200, sse(samples, fmt), "text/event-stream", chunked=True)
     data, mime = encode(samples, fmt)

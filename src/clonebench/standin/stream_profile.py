@@ -131,12 +131,12 @@ class Layout:
 
 
 def scripted_answer(handler, text: str, body: bytes, layout: Layout, content_type: str | None, headers: dict,
-                    streamed: str | None) -> None:
+                    streamed, header_first: bool = False) -> None:
     """Send ``body`` on the handler's script (``handler.script``: when the request was read and its slowdown) and the
-    server's profile: streamed (``"raw"``: the body's bytes; ``"sse"``: each piece wrapped in audio events) or
-    one-shot (``None``: whole, when its last chunk would leave)."""
-    from clonebench.standin.openai_api import sse
-
+    server's profile: one-shot (``None``: whole, when its last chunk would leave) or streamed: ``"raw"`` (the body's
+    bytes) or a framing ``(piece, last) -> bytes`` (each piece wrapped in its protocol's events, the last one with
+    the events that end the answer). ``header_first``: the layout's head leaves at once, before chunk 0 (a server
+    that writes its WAV header before it synthesizes)."""
     profile, (origin, factor, _, token) = handler.server.stream_profile, handler.script
     done = lambda: handler.server.in_flight.leave(token)  # noqa: E731
     seed = len(handler.server.received)
@@ -155,8 +155,9 @@ def scripted_answer(handler, text: str, body: bytes, layout: Layout, content_typ
     bounds = [0, *(layout.head + layout.frame_bytes * int(x) for x in np.cumsum(sizes))]
     bounds[-1] = len(body)
     pieces = [body[a:b] for a, b in zip(bounds, bounds[1:])]
-    if streamed == "sse":
-        done = sse(b"")
-        pieces = [sse(p, chunk=max(1, len(p)))[:-len(done)] for p in pieces]
-        pieces[-1] += done
+    if header_first and layout.head:
+        pieces[:1] = [body[:layout.head], pieces[0][layout.head:]]
+        times.insert(0, 0.0)
+    if callable(streamed):
+        pieces = [streamed(piece, i == len(pieces) - 1) for i, piece in enumerate(pieces)]
     write_paced(handler, pieces, times, origin, done)
