@@ -78,6 +78,12 @@ class SeedTTSParaformerScorer(Scorer):
                              "unlocked weights)")
         return str(sha).lower()
 
+    @classmethod
+    def source_files(cls) -> list[Path]:
+        """Its own files and those that compute its numbers: an edit to any changes the fingerprint."""
+        here = Path(__file__).parent
+        return [*super().source_files(), *(here / name for name in ("text.py",))]
+
     def version(self) -> str:
         return (f"Seed-TTS-eval zh WER: FunASR AutoModel({MODEL_NAME} = {MODEL_ID}) {WEIGHTS} sha256:{self.lock()[:16]},"
                 " generate(input=path, batch_size_s=300), zhconv zh-cn, seedtts_process_one_v1 text rule; v1")

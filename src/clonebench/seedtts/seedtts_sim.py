@@ -69,6 +69,13 @@ class SeedTTSSimScorer(Scorer):
                              f"from {CHECKPOINT_URL})")
         return path
 
+    @classmethod
+    def source_files(cls) -> list[Path]:
+        """Its own files and those that compute its numbers: an edit to any changes the fingerprint."""
+        here = Path(__file__).parent
+        return [*super().source_files(),
+                *(here / name for name in ("verifier.py", "verifier_wavlm.py", "verifier_ecapa.py"))]
+
     def version(self) -> str:
         return f"seed-tts-eval SIM: {CHECKPOINT} sha256:{self.lock()[:16]}, {PROTOCOL}; clonebench implementation v1"
 

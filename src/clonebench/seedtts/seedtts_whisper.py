@@ -88,6 +88,12 @@ class SeedTTSWhisperScorer(Scorer):
             raise AssetError(f"{MODEL_ID} {WEIGHTS}: no sha256 lock; give evaluation.seedtts.whisper_sha256")
         return str(sha).lower()
 
+    @classmethod
+    def source_files(cls) -> list[Path]:
+        """Its own files and those that compute its numbers: an edit to any changes the fingerprint."""
+        here = Path(__file__).parent
+        return [*super().source_files(), *(here / name for name in ("text.py",))]
+
     def version(self) -> str:
         return (f"Seed-TTS-eval en WER: transformers WhisperForConditionalGeneration {MODEL_ID}@{MODEL_REVISION[:12]} "
                 f"{WEIGHTS} sha256:{self.lock()[:16]} in float32, soundfile + scipy.signal.resample to 16 kHz, "
