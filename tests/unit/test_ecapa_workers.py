@@ -113,3 +113,11 @@ def test_a_clip_a_worker_cannot_embed_raises_here_for_its_own_batch(tmp_path, mo
         raised = exc
     assert raised is not None and "bad0.wav" in here and "key0" not in memo
     workers.close()
+
+
+def test_the_default_embeds_in_this_process_below_four_cores():
+    """null: one process per core on hosts of 4+ cores; on 2 cores this process only (a worker doubled the peak
+    memory for no gain there); a configured count is taken as asked (0 and 1: this process)."""
+    assert ecapa_workers.processes_for(None, 2) == 1 and ecapa_workers.processes_for(None, 3) == 1
+    assert ecapa_workers.processes_for(None, 4) == 4 and ecapa_workers.processes_for(None, 16) == 16
+    assert ecapa_workers.processes_for(2, 2) == 2 and ecapa_workers.processes_for(0, 8) == 1

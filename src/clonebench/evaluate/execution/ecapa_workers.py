@@ -33,9 +33,18 @@ LONG_CLIP_S = 30.0  # longer clips (or of unknown length) are embedded by this p
 IN_FLIGHT_PER_WORKER = 2
 
 
+# cores below which the default (null) embeds in this process only: on 2 cores its one ECAPA thread and the
+# overlapped MCD/DNSMOS thread already use both, and a worker (a second torch + model process) cost 1,853 instead of
+# 1,059 MiB of peak memory for no measured gain (docs/performance.md)
+WORKERS_MIN_CORES = 4
+
+
 def processes_for(setting: int | None, cores: int) -> int:
-    """Processes that embed (this one included): ``evaluation.ecapa.workers``; None = one per core."""
-    return max(1, cores if setting is None else int(setting))
+    """Processes that embed (this one included): ``evaluation.ecapa.workers``; None = one per core on hosts with
+    ``WORKERS_MIN_CORES`` cores or more, else this process only."""
+    if setting is None:
+        return cores if cores >= WORKERS_MIN_CORES else 1
+    return max(1, int(setting))
 
 
 class EmbeddingWorkers:
