@@ -121,3 +121,41 @@ def test_the_default_embeds_in_this_process_below_four_cores():
     assert ecapa_workers.processes_for(None, 2) == 1 and ecapa_workers.processes_for(None, 3) == 1
     assert ecapa_workers.processes_for(None, 4) == 4 and ecapa_workers.processes_for(None, 16) == 16
     assert ecapa_workers.processes_for(2, 2) == 2 and ecapa_workers.processes_for(0, 8) == 1
+
+
+def test_without_worker_processes_a_batch_is_embedded_on_torchs_threads_each_at_one(tmp_path):
+    """No pool (2 cores): the batch's short clips on as many threads as torch has, every call at one torch thread
+    (the exact path's bits), a long clip left to the loop; a clip that fails there is embedded again by the loop,
+    which raises for it; torch's thread count is restored."""
+    import threading
+
+    import pytest
+    import torch
+
+    from clonebench.evaluate.execution.exact_conv import torch_threads
+
+    seen = []
+
+    def embed_here(path):
+        seen.append((Path(path).name, threading.current_thread().name, torch.get_num_threads()))
+        if Path(path).name.startswith("bad"):
+            raise ValueError("unreadable")
+        return _embedding(path)
+
+    clips = _clips(tmp_path, [1.0, 2.0, 1.5, ecapa_workers.LONG_CLIP_S + 1, 1.0])
+    workers = EmbeddingWorkers(1, False, {}, None, embed_here, lambda a: a)
+    memo: dict = {}
+    with torch_threads(2):
+        workers.fill(clips, memo)
+        assert torch.get_num_threads() == 2
+    assert memo == {key: _embedding(path) for key, path in clips}
+    on_threads = [s for s in seen if s[1].startswith("clonebench-ecapa")]
+    assert {s[0] for s in on_threads} == {"clip0.wav", "clip1.wav", "clip2.wav", "clip4.wav"}
+    assert all(s[2] == 1 for s in on_threads)
+    assert [s[0] for s in seen if s not in on_threads] == ["clip3.wav"]  # the long clip: by the loop, alone
+
+    bad = _clips(tmp_path / "b" if (tmp_path / "b").mkdir() is None else tmp_path, [1.0, -1.0, 1.0])
+    seen.clear()
+    with torch_threads(2), pytest.raises(ValueError, match="unreadable"):
+        EmbeddingWorkers(1, False, {}, None, embed_here, lambda a: a).fill(bad, {})
+    assert [s[0] for s in seen].count("bad1.wav") == 2  # on a thread, then again by the loop, which raises

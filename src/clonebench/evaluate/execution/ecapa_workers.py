@@ -1,4 +1,7 @@
-"""ECAPA embeddings on one-thread processes, one per core: this process and ``processes - 1`` CPU-pool workers.
+"""ECAPA embeddings on one-thread processes, one per core: this process and ``processes - 1`` CPU-pool workers; and,
+while no worker runs (hosts under ``WORKERS_MIN_CORES`` cores, small runs), on threads of this process, as many as
+torch has, each embedding on one torch thread with one model shared (a few MiB of activations per thread instead
+of a process with torch and the model).
 
 Each clip is embedded alone (a pure function of its bytes), by whichever process takes it, on one torch thread with
 the multi-thread convolution kernels (evaluate/execution/exact_conv.py), so an embedding's bits never depend on which process,
@@ -19,7 +22,7 @@ as the peer's.
 from __future__ import annotations
 
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable
@@ -90,6 +93,8 @@ class EmbeddingWorkers:
                                              for k, _ in clips if k in self._seconds))
         needed = [key for key, _ in clips]
         paths = dict(clips)
+        if self._pool is None:
+            self._embed_on_threads(paths, memo)
         while True:
             self._collect(memo)
             missing = [k for k in needed if k not in memo]
@@ -105,6 +110,25 @@ class EmbeddingWorkers:
                 memo[key] = self.embed_here(paths[key])
             else:
                 wait([f for f, k in self._running.items() if k in missing], return_when=FIRST_COMPLETED)
+
+    def _embed_on_threads(self, paths: dict[str, Path], memo: dict) -> None:
+        """The batch's short clips not yet embedded, on as many threads of this process as torch has (each
+        embedding on one torch thread, as in a worker: the same bits), one model for all. A clip that fails is left
+        for the loop of :meth:`fill`, which embeds it again and raises for its item alone."""
+        import torch
+
+        from clonebench.evaluate.execution.exact_conv import torch_threads
+
+        threads = torch.get_num_threads()
+        short = [k for k in paths if k not in memo and self._seconds.get(k, float("inf")) <= LONG_CLIP_S]
+        if threads < 2 or len(short) < 2:
+            return
+        with torch_threads(1), ThreadPoolExecutor(min(threads, len(short)), "clonebench-ecapa") as pool:
+            futures = {pool.submit(self.embed_here, paths[key]): key for key in short}
+            for future in as_completed(futures):
+                if future.exception() is None:
+                    memo[futures[future]] = future.result()
+                    self._drop(futures[future])
 
     def _drop(self, key: str) -> None:
         if key in self._queued:
