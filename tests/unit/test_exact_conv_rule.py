@@ -103,7 +103,9 @@ def test_rows_of_subnormal_weights_are_moved_to_the_front_and_the_bytes_kept():
                 two = F.conv1d(x, conv.weight, conv.bias)
             with exact_conv.torch_threads(1):
                 one = conv(x)
-        assert torch.equal(one, two)
+            with exact_conv.torch_threads(2):
+                moved_at_two = conv(x)  # oneDNN at two threads, the rows moved as well
+        assert torch.equal(one, two) and torch.equal(moved_at_two, two)
         with torch.no_grad():
             conv.weight[0, 0] += 1.0  # in place: the moved copy is stale now
         with torch.inference_mode():

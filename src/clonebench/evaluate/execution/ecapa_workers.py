@@ -21,6 +21,7 @@ as the peer's.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -129,6 +130,7 @@ class EmbeddingWorkers:
                 if future.exception() is None:
                     memo[futures[future]] = future.result()
                     self._drop(futures[future])
+        trim_heap()
 
     def _drop(self, key: str) -> None:
         if key in self._queued:
@@ -193,3 +195,22 @@ def _seconds(path: Path) -> float:
     except (UntrustedFileError, OSError):
         return float("inf")
     return float("inf") if seconds is None else seconds
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+def trim_heap() -> None:
+    """Give the memory the embedding threads freed back to the system: glibc keeps a freed block in the arena of
+    the thread that used it, so a long clip embedded next by the main thread would add its activations on top of
+    theirs in the peak RSS. ``malloc_trim`` (glibc only; no kept Python library exposes it; elsewhere a no-op)."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)

@@ -122,13 +122,16 @@ def front_rows(torch, weight, bias):
 def conv1d(torch, x, weight, bias, stride: int, padding: int, dilation: int, groups: int, rows=None):
     """``F.conv1d`` with the multi-thread backend selection, whatever torch's thread count (dense float32 CPU
     input without autograd; anything else goes to ``F.conv1d`` as is). ``rows``: :func:`front_rows` of this
-    weight and bias (groups 1), to compute the layer with its subnormal rows moved to the front."""
+    weight and bias (groups 1), to compute a layer that oneDNN computes with its subnormal rows moved to the front
+    (at any thread count: oneDNN's bytes do not depend on it)."""
     import torch.nn.functional as F
 
-    if (x.dim() != 3 or x.dtype != torch.float32 or x.device.type != "cpu" or x.layout != torch.strided
-            or torch.is_grad_enabled() or torch.get_num_threads() > 1
-            or not uses_mkldnn(tuple(x.shape), weight.shape[-1], stride, dilation, groups, threads=2)
-            or uses_mkldnn(tuple(x.shape), weight.shape[-1], stride, dilation, groups, threads=1)):
+    shape, kernel = tuple(x.shape), weight.shape[-1]
+    dense = (x.dim() == 3 and x.dtype == torch.float32 and x.device.type == "cpu" and x.layout == torch.strided
+             and not torch.is_grad_enabled())
+    rerouted = torch.get_num_threads() == 1 and not uses_mkldnn(shape, kernel, stride, dilation, groups, threads=1)
+    if not (dense and uses_mkldnn(shape, kernel, stride, dilation, groups, threads=2)
+            and (rerouted or (rows is not None and groups == 1))):
         return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
     # ATen's own steps for this backend: contiguous input, both viewed as 2-D, mkldnn_convolution, viewed back
     x4 = x.contiguous().unsqueeze(2)

@@ -24,8 +24,6 @@ MOVED: dict[str, tuple[str, str]] = {
                   "4de667760c009e572d41ef23afe565395a498eecf0aaa2ad684a54268f79bf48"),
     "dnsmos_batched.py": ("19cf21f2f63d04f667a4e84ea9c1894bef3cde40b14f6ef17f21aa12d60e8f49",
                           "925c5001c8c3fc3e944696d89cdf303bd757d0890d4728bcb72c694cc517d4d2"),
-    "ecapa.py": ("2412b56a0cb8b5eac3fc25392b218f37e7fb8eb09e57b2020b67eb05a36fe2d2",
-                 "57fae689bc452750f90430a3e40b0b90f5428bd80316fb51f96be30035673278"),
     "emotion.py": ("e76f76705023fae3a64f1289300f6df3e24ac479a6718d487821672c7d60230c",
                    "06957b3f73cdca9d733eadbdac5c4ef45b6b4718c21a5997ac0cddd0d29f683b"),
     "failures.py": ("1af23e3a660fb3904ef32b1aee5adb212c350760786b4a0302a21dcde4490f09",

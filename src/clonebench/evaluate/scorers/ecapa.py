@@ -18,7 +18,6 @@ another torch the rule is unverified: the model runs on torch's own threads, fin
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from pathlib import Path
 
@@ -134,12 +133,23 @@ class EcapaScorer(Scorer):
         return self._model.audio_normalizer(signal.to(self._model.device), rate)
 
     def embed(self, path: Path):
-        """One clip's embedding, computed alone (as ``verify_files``: batch of one, relative length 1); on one
-        thread on the exact path."""
+        """One clip's embedding, computed alone (as ``verify_files``: batch of one, relative length 1); on the
+        exact path on one thread, or, for a clip longer than ``LONG_CLIP_S`` (embedded alone, never beside
+        another), on the protocol's two when torch has them: the same kernels and bytes either way."""
         import torch
 
-        with exact_conv.torch_threads(1) if self.exact else contextlib.nullcontext(), torch.inference_mode():
-            return self._model.encode_batch(self.load_clip(path).unsqueeze(0), None, normalize=False)
+        if not self.exact:
+            with torch.inference_mode():
+                return self._model.encode_batch(self.load_clip(path).unsqueeze(0), None, normalize=False)
+        from clonebench.evaluate.execution.ecapa_workers import LONG_CLIP_S
+
+        threads = min(PROTOCOL_THREADS, torch.get_num_threads())
+        with exact_conv.torch_threads(1), torch.inference_mode():
+            signal = self.load_clip(path)
+        if signal.shape[-1] <= LONG_CLIP_S * self.sample_rate:
+            threads = 1
+        with exact_conv.torch_threads(threads), torch.inference_mode():
+            return self._model.encode_batch(signal.unsqueeze(0), None, normalize=False)
 
     def embed_array(self, path: str):
         """``embed`` as a float32 array (what a pool worker returns)."""
