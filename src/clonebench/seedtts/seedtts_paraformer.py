@@ -30,7 +30,7 @@ from typing import Any
 from clonebench.core.errors import DependencyError
 from clonebench.evaluate.protocols.assets import AssetError
 from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.seedtts.text import rule_protocol, score_items, zh_simplified
+from clonebench.seedtts.text import rule_protocol, score_items, with_text_rule, zh_simplified
 
 MODEL_NAME = "paraformer-zh"
 MODEL_ID = "iic/speech_seaco_paraformer_large_asr_nat-zh-cn-16k-common-vocab8404-pytorch"
@@ -80,9 +80,7 @@ class SeedTTSParaformerScorer(Scorer):
 
     @classmethod
     def source_files(cls) -> list[Path]:
-        """Its own files and those that compute its numbers: an edit to any changes the fingerprint."""
-        here = Path(__file__).parent
-        return [*super().source_files(), *(here / name for name in ("text.py",))]
+        return with_text_rule(super().source_files())
 
     def version(self) -> str:
         return (f"Seed-TTS-eval zh WER: FunASR AutoModel({MODEL_NAME} = {MODEL_ID}) {WEIGHTS} sha256:{self.lock()[:16]},"

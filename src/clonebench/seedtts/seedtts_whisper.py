@@ -39,7 +39,7 @@ from typing import Any
 from clonebench.core.errors import DependencyError
 from clonebench.evaluate.protocols.assets import AssetError
 from clonebench.evaluate.protocols.base import ScoreItem, Scorer, ScoreRecord
-from clonebench.seedtts.text import rule_protocol, score_items
+from clonebench.seedtts.text import rule_protocol, score_items, with_text_rule
 
 MODEL_ID = "openai/whisper-large-v3"
 # the hub commit of openai/whisper-large-v3 that the lock was read at, and the sha256 of its model.safetensors
@@ -90,9 +90,7 @@ class SeedTTSWhisperScorer(Scorer):
 
     @classmethod
     def source_files(cls) -> list[Path]:
-        """Its own files and those that compute its numbers: an edit to any changes the fingerprint."""
-        here = Path(__file__).parent
-        return [*super().source_files(), *(here / name for name in ("text.py",))]
+        return with_text_rule(super().source_files())
 
     def version(self) -> str:
         return (f"Seed-TTS-eval en WER: transformers WhisperForConditionalGeneration {MODEL_ID}@{MODEL_REVISION[:12]} "
