@@ -138,20 +138,18 @@ class OpenAISpeech(Adversary):
         }
         if self.params["model"]:
             body["model"] = self.params["model"]
-        if self.client.streams and self.params["stream_format"] == "sse":  # events carrying base64 s16le (#4490)
-            body.update(stream=True, stream_format="sse", response_format="pcm")
-            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
-                                   stream=True, to_wav=_events_to_wav,
-                                   decoder=lambda: SseAudioStream(PcmStream(STREAM_RATE)))
-        if self.client.streams:  # raw s16le at the model's 44.1 kHz as it is made, not Server-Sent Events (#4679)
-            body.update(stream=True, stream_format="audio", response_format="pcm")
-            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"},
-                                   stream=True, to_wav=_stream_to_wav, decoder=lambda: PcmStream(STREAM_RATE))
+        if self.client.streams:
+            # raw s16le at the model's 44.1 kHz as it is made (#4679), or events carrying base64 s16le (#4490)
+            body.update(stream=True, stream_format=self.params["stream_format"], response_format="pcm")
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return PreparedRequest("POST", self.client.endpoint_url, content, {"Content-Type": "application/json"})
-
+        headers = {"Content-Type": "application/json"}
+        if not self.client.streams:
+            return PreparedRequest("POST", self.client.endpoint_url, content, headers)
+        if self.params["stream_format"] == "sse":
+            return PreparedRequest("POST", self.client.endpoint_url, content, headers, stream=True,
+                                   to_wav=_events_to_wav, decoder=lambda: SseAudioStream(PcmStream(STREAM_RATE)))
+        return PreparedRequest("POST", self.client.endpoint_url, content, headers, stream=True,
+                               to_wav=_stream_to_wav, decoder=lambda: PcmStream(STREAM_RATE))
 
 def _stream_to_wav(body: bytes) -> bytes:
     return pcm_to_wav(body, sample_rate=STREAM_RATE, sample_format="s16le", server="vLLM-Omni")

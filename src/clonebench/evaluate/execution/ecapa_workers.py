@@ -35,8 +35,6 @@ from clonebench.core.errors import ClonebenchError
 POOL_MIN_SECONDS = 120.0
 LONG_CLIP_S = 30.0  # longer clips (or of unknown length) are embedded by this process only (~470 MiB of activations)
 IN_FLIGHT_PER_WORKER = 2
-
-
 # cores below which the default (null) embeds in this process only: on 2 cores its one ECAPA thread and the
 # overlapped MCD/DNSMOS thread already use both, and a worker (a second torch + model process) cost 1,853 instead of
 # 1,059 MiB of peak memory for no measured gain (docs/performance.md)
@@ -70,11 +68,12 @@ class EmbeddingWorkers:
 
     def plan(self, clips: list[tuple[str, Path]], memo: dict, start: bool = True) -> None:
         """Queue the clips (key, path) not yet embedded, in the order they will be needed; start the workers when
-        the run is big enough."""
+        the run is big enough. With no worker to start (one process) nothing is queued: only the clips' lengths
+        are kept, so that embedding each clip does not rescan a queue of the whole run."""
         for key, path in clips:
             if key not in memo and key not in self._queued and key not in self._seconds:
                 self._seconds[key] = seconds = _seconds(path)
-                if seconds <= LONG_CLIP_S:
+                if seconds <= LONG_CLIP_S and self.processes > 1:
                     self._queue.append((key, path))
                     self._queued.add(key)
         if start:

@@ -129,14 +129,15 @@ def conv1d(torch, x, weight, bias, stride: int, padding: int, dilation: int, gro
     shape, kernel = tuple(x.shape), weight.shape[-1]
     dense = (x.dim() == 3 and x.dtype == torch.float32 and x.device.type == "cpu" and x.layout == torch.strided
              and not torch.is_grad_enabled())
+    rows = rows if groups == 1 else None
     rerouted = torch.get_num_threads() == 1 and not uses_mkldnn(shape, kernel, stride, dilation, groups, threads=1)
     if not (dense and uses_mkldnn(shape, kernel, stride, dilation, groups, threads=2)
-            and (rerouted or (rows is not None and groups == 1))):
+            and (rerouted or rows is not None)):
         return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
     # ATen's own steps for this backend: contiguous input, both viewed as 2-D, mkldnn_convolution, viewed back
     x4 = x.contiguous().unsqueeze(2)
     order = None
-    if rows is not None and groups == 1:
+    if rows is not None:
         weight, bias, order = rows
     w4 = weight.unsqueeze(2).contiguous()
     b = bias.contiguous() if bias is not None else None

@@ -143,12 +143,11 @@ class EcapaScorer(Scorer):
                 return self._model.encode_batch(self.load_clip(path).unsqueeze(0), None, normalize=False)
         from clonebench.evaluate.execution.ecapa_workers import LONG_CLIP_S
 
-        threads = min(PROTOCOL_THREADS, torch.get_num_threads())
         with exact_conv.torch_threads(1), torch.inference_mode():
             signal = self.load_clip(path)
-        if signal.shape[-1] <= LONG_CLIP_S * self.sample_rate:
-            threads = 1
-        with exact_conv.torch_threads(threads), torch.inference_mode():
+        alone = signal.shape[-1] > LONG_CLIP_S * self.sample_rate
+        with exact_conv.torch_threads(min(PROTOCOL_THREADS, torch.get_num_threads()) if alone else 1), \
+                torch.inference_mode():
             return self._model.encode_batch(signal.unsqueeze(0), None, normalize=False)
 
     def embed_array(self, path: str):
