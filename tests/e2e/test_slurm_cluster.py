@@ -11,7 +11,8 @@ demo's full metric set is `make demo`'s test). The scancel and requeue sweeps sk
 - a time-limit requeue: the signal SLURM sends before a job's limit (``--signal=USR2@signal_delay_s``, here sent
   with ``scancel --signal=USR2`` instead of waiting a minute; with ``timeout_min=1`` submitit counts it as a time
   limit) makes submitit requeue the job, which resumes its earlier attempt without resending; the same when SLURM
-  requeues the running job itself (``scontrol requeue``, as a preemption in REQUEUE mode does).
+  requeues the running job itself (``scontrol requeue``, as a preemption in REQUEUE mode does). While the requeued
+  job waits in the queue, status reads squeue and shows it waiting, with no resume command.
 """
 
 from __future__ import annotations
@@ -247,14 +248,24 @@ def test_a_requeued_shard_resumes_without_resending(slurm_cluster, workspace, st
             found = slurm_cluster.wait_for(lambda: sweeps(workspace) - before, 120, "the sweep folder")
             sweep = Path(os.path.relpath(found.pop(), workspace))
             job = job_of(wait_for_a_pair(workspace / sweep / "0", slurm_cluster, "shard 0's first pair"))
-            # what SLURM sends signal_delay_s before the limit (scancel waits while the job requeues: not awaited)
+            # what SLURM sends signal_delay_s before the limit, once (scancel retries while the job requeues, and
+            # would signal the attempt being torn down, then the requeued one: stopped once submitit caught it)
             signal = subprocess.Popen(["scancel", "--signal=USR2", job] if stop == "time_limit" else
                                       ["scontrol", "requeue", job], env=slurm_cluster.env)
+            log = workspace / sweep / ".submitit" / job / f"{job}_0_log.out"
+            if stop == "time_limit":
+                slurm_cluster.wait_for(lambda: log.is_file() and "Caught signal SIGUSR2" in log.read_text(), 120,
+                                       "submitit to catch the time-limit signal")
+                signal.kill()
+                signal.wait()
             # SLURM holds a requeued job for a while (BeginTime); the test lets it start at once
             slurm_cluster.wait_for(lambda: any(j["id"] == job and j["reason"] == "BeginTime"
                                                for j in slurm_cluster.jobs()), 120, "the job to be requeued")
-            signal.kill()  # else scancel, still retrying, signals the requeued attempt too
+            signal.kill()
             signal.wait()
+            # meanwhile status asks squeue: the shard is waiting in SLURM's queue, not dead, and not to be resumed
+            held = json.loads(run(argv(STATUS, sweep, None, "--json"), workspace, slurm_cluster).stdout)["shards"][0]
+            assert held["live"] and held["next"] is None and held["queued"].startswith("PENDING (BeginTime)"), held
             slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
             out, err = sweep_process.communicate(timeout=500)
         finally:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clonebench.core.redact import redact_value, shown
 from clonebench.runs.status import suite_status, summarise
+from clonebench.runs.scheduler import with_queue
 from clonebench.runs.sweep import is_sweep_dir, sweep_lines, sweep_status
 from clonebench.suite.record import is_suite_dir
 
@@ -38,7 +39,7 @@ def _say_scoring(say, scoring: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if is_sweep_dir(args.run_dir):
-        summary = redact_value(sweep_status(args.run_dir))
+        summary = redact_value(with_queue(sweep_status(args.run_dir)))  # a job SLURM still runs is not dead
         if args.json:
             print(json.dumps(summary, indent=2))
         else:

@@ -107,6 +107,7 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
                                 "file system and start again") from exc
         raise
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous_usr2, interrupted = signal.getsignal(signal.SIGUSR2), False  # submitit's time-limit handler (SLURM)
     try:
         chain = []
         if origin is not None:
@@ -188,7 +189,12 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
         log.info("generation %s: %s", status.value, recorder.counts())
         return recorder
     except (KeyboardInterrupt, _Terminated, SystemExit) as exc:  # SystemExit: submitit requeued the job
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM (a requeue's) must not cut the record short
+        # a second SIGTERM (a requeue's) must not cut the record short; nor may a repeated time-limit signal, now
+        # or while the process ends: submitit would requeue the job again, or fail and leave a result that tells
+        # the launcher this job ended while its requeued attempt runs
+        interrupted = True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
         recorder.finish(RunStatus.INTERRUPTED, f"interrupted: {exc!r}")
         raise
     except OSError as exc:
@@ -205,6 +211,8 @@ def run_generation(settings: GenerationSettings, run_dir: Path, header: dict[str
     finally:
         adversary.release()  # idempotent: after a failure too
         signal.signal(signal.SIGTERM, previous)
+        if not interrupted:
+            signal.signal(signal.SIGUSR2, previous_usr2)
         locks.release()
 
 

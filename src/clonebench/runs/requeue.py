@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -53,10 +54,18 @@ def being_requeued(environ=os.environ) -> bool:
     job = environ.get("SLURM_JOB_ID")
     if not job or shutil.which("scontrol") is None:
         return False
-    try:
-        out = subprocess.run(["scontrol", "show", "job", "--oneliner", job], capture_output=True, text=True,
-                             timeout=20).stdout
-        restarts = re.search(r"\bRestarts=(\d+)", out)
-        return bool(restarts) and int(restarts.group(1)) > int(environ.get("SLURM_RESTART_COUNT") or 0)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
-        return False
+    for attempt in range(3):  # a busy controller: asked again rather than taken for a cancel (the result would end
+        if attempt:           # the shard for the launcher while its requeued attempt runs)
+            time.sleep(1.0)
+        try:
+            done = subprocess.run(["scontrol", "show", "job", "--oneliner", job], capture_output=True, text=True,
+                                  timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        restarts = re.search(r"\bRestarts=(\d+)", done.stdout)
+        if done.returncode == 0 and restarts:
+            try:
+                return int(restarts.group(1)) > int(environ.get("SLURM_RESTART_COUNT") or 0)
+            except ValueError:
+                return False
+    return False
