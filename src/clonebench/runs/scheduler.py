@@ -32,7 +32,7 @@ def queued_jobs(job_ids: Iterable[str]) -> dict[str, str]:
         return {}
     try:
         out = subprocess.run(["squeue", "--noheader", "--array", "--format=%i|%T|%r"], capture_output=True,
-                             text=True, timeout=30)
+                             text=True, timeout=15)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     if out.returncode:
