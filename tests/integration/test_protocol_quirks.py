@@ -73,7 +73,8 @@ def test_openai_speech_quirks(reference):
 
         ok = speech({"input": "Hello.", "voice": "default", "ref_audio": uri, "ref_text": text, "seed": 3})
         assert ok.status_code == 200 and validate_wav(ok.content).sample_rate == 44100
-        assert "x-vllm-omni-prompt-tokens" in ok.headers
+        tokens = {k: int(ok.headers[f"x-vllm-omni-{k}-tokens"]) for k in ("input", "output", "total", "input-text")}
+        assert tokens["total"] == tokens["input"] + tokens["output"] and tokens["input-text"] == tokens["input"]
         raw_b64 = speech({"input": "Hi.", "ref_audio": base64.b64encode(audio).decode(), "ref_text": text})
         assert raw_b64.status_code == 400 and raw_b64.json()["error"]["param"] == "ref_audio"
         no_text = speech({"input": "Hi.", "ref_audio": uri})

@@ -65,6 +65,16 @@ OPENAI_TABLE = [  # (case, body builder, status, check of the answer)
      lambda r: "Opus" in r.json()["error"]["message"]),
     ("stream=true answers Server-Sent Events", lambda a, t: {"input": "Hi.", "stream": True}, 200,
      lambda r: r.headers["content-type"] == "text/event-stream" and _sse_audio(r.content)[:4] == b"RIFF"),
+    ("stream_format sse alone answers events (#4490)", lambda a, t: {"input": "Hi.", "stream_format": "sse",
+                                                                      "response_format": "pcm"}, 200,
+     lambda r: r.headers["content-type"] == "text/event-stream" and len(_sse_audio(r.content)) % 2 == 0
+     and _sse_audio(r.content)[:4] != b"RIFF" and "x-vllm-omni-input-tokens" not in r.headers),
+    ("stream_format audio alone streams the audio", lambda a, t: {"input": "Hi.", "stream_format": "audio",
+                                                                  "response_format": "pcm"}, 200,
+     lambda r: r.headers["content-type"] == "audio/pcm" and r.headers.get("transfer-encoding") == "chunked"),
+    ("stream_format sse needs pcm or wav", lambda a, t: {"input": "Hi.", "stream_format": "sse",
+                                                         "response_format": "mp3"}, 400,
+     lambda r: r.json()["error"]["param"] == "response_format"),
     ("stream_format audio streams the audio", lambda a, t: {"input": "Hi.", "stream": True, "stream_format": "audio",
                                                             "response_format": "pcm"}, 200,
      lambda r: r.headers["content-type"] == "audio/pcm" and r.headers.get("transfer-encoding") == "chunked"
@@ -98,9 +108,17 @@ OPENAI_TABLE = [  # (case, body builder, status, check of the answer)
 
 
 def _sse_audio(body: bytes) -> bytes:
-    events = [json.loads(line[len(b"data: "):]) for line in body.split(b"\n\n") if line.startswith(b"data: ")]
-    assert [e["type"] for e in events][-1] == "speech.audio.done"
-    return b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    """The audio of vLLM-Omni's events, checked against upstream's shape (docs/serving/speech_api.md at 078de2d1,
+    tests/entrypoints/openai/test_serving_speech.py at 5eba539f): an ``event:`` line naming each JSON ``data:`` line's
+    type, deltas with ``response_format``, ``speech.audio.done`` with ``usage`` last, no ``[DONE]``."""
+    blocks = [block.split(b"\n") for block in body.split(b"\n\n") if block]
+    assert all(len(b) == 2 and b[0].startswith(b"event: ") and b[1].startswith(b"data: ") for b in blocks), body[:200]
+    events = [json.loads(data[len(b"data: "):]) for _, data in blocks]
+    assert [name[len(b"event: "):].decode() for name, _ in blocks] == [e["type"] for e in events]
+    assert events[-1]["type"] == "speech.audio.done" and events[-1]["usage"]["total_tokens"] > 0
+    deltas = [e for e in events[:-1] if e["type"] == "speech.audio.delta"]
+    assert len(deltas) == len(events) - 1 and {e["response_format"] for e in deltas} in ({"pcm"}, {"wav"})
+    return b"".join(base64.b64decode(e["audio"]) for e in deltas)
 
 
 @pytest.mark.parametrize("case, build, status, check", OPENAI_TABLE, ids=[c[0] for c in OPENAI_TABLE])
@@ -383,6 +401,23 @@ def test_a_stream_cut_after_200_keeps_the_status_and_partial_body(tmp_path, data
     assert end["outcome"] == "unknown_outcome" and end["status_code"] == 200
     assert end["response_bytes"] > 0 and len(end["response_sha256"]) == 64
     assert "failed after starting the stream" in end["error"] and f"after {end['response_bytes']} bytes" in end["error"]
+
+
+def test_a_vllm_omni_error_event_after_200_fails_the_sample_with_its_message(tmp_path, dataset):
+    """vLLM-Omni sends ``speech.audio.error`` instead of ``speech.audio.done`` when generation fails after the 200
+    (test_serving_speech.py ``test_sse_emits_error_event_on_generator_failure`` at 5eba539f): the stand-in's
+    truncate fault on an event stream."""
+    with running_standin(protocol="openai", max_lifetime=120) as server:
+        server.faults.add([{"kind": "truncate"}])
+        status, run_dir = generate_run(tmp_path, dataset, server.url, *OPENAI, "adversary.max_samples=2",
+                                       "adversary.reference_check=false", "adversary.measure=ttfb",
+                                       "adversary.stream_format=sse", "adversary.request_attempts=1",
+                                       path="/v1/audio/speech")
+    assert status == RunStatus.PARTIAL
+    first = load_manifest(run_dir)["samples"][0]["sample_id"]
+    end = next(e for e in journal(run_dir) if e["event"] == "attempt_end" and e["sample_id"] == first)
+    assert end["status_code"] == 200 and end["outcome"] == "permanent", end  # a 2xx that is no WAV
+    assert "speech.audio.error: 'Speech generation failed: injected fault'" in end["error"], end["error"]
 
 
 def test_a_repeated_identical_500_stops_early_as_permanent(tmp_path, dataset, standin):

@@ -13,7 +13,6 @@ import soundfile as sf
 from clonebench.adversary.stream_decode import (
     PcmStream,
     SglangSseStream,
-    SseAudioStream,
     StreamNotAudio,
     events_to_wav,
     finalize_streamed_wav,
@@ -74,17 +73,6 @@ def test_headerless_pcm_counts_whole_samples_and_a_non_wav_is_refused():
         PcmStream(44100, wav_header="always").feed(b"<html>proxy error</html>")
 
 
-def test_server_sent_audio_events_split_anywhere():
-    pcm = np.arange(100, dtype="<i2").tobytes()
-    events = b"".join(f"data: {json.dumps({'type': 'speech.audio.delta', 'audio': base64.b64encode(pcm[i:i + 50]).decode()})}\n\n".encode()
-                      for i in range(0, 200, 50)) + b'data: {"type": "speech.audio.done"}\n\n'
-    decoder = SseAudioStream(PcmStream(44100))
-    counts = [decoder.feed(events[i:i + 13]) for i in range(0, len(events), 13)]
-    assert counts[-1] == 100 and counts[0] == 0 and sorted(counts) == counts
-    with pytest.raises(StreamNotAudio):
-        SseAudioStream(PcmStream(44100)).feed(b'data: {"type": "speech.audio.error", "message": "oom"}\n\n')
-
-
 def _sglang_events(pcm: bytes, step: int, rate: int = 24000, last: bool = True) -> bytes:
     """SGLang-Omni's speech stream as its _speech_stream writes it (2489a10): pcm chunks, a final event, [DONE]."""
     events = [{"object": "audio.speech.chunk", "index": i // step, "finish_reason": None,
@@ -111,18 +99,6 @@ def test_sglang_audio_chunks_split_anywhere_take_the_events_rate_and_must_end():
     wav_chunk = events.replace(b'"format": "pcm"', b'"format": "wav"', 1)
     with pytest.raises(StreamNotAudio, match="not pcm"):  # each wav chunk is a whole file: never concatenated
         SglangSseStream(PcmStream(44100)).feed(wav_chunk)
-
-
-def test_vllm_audio_events_make_a_wav_only_when_done():
-    pcm = np.arange(100, dtype="<i2").tobytes()
-    deltas = b"".join(f"data: {json.dumps({'type': 'speech.audio.delta', 'audio': base64.b64encode(pcm[i:i + 64]).decode()})}\n\n".encode()
-                      for i in range(0, 200, 64))
-    done = b'data: {"type": "speech.audio.done", "usage": null}\n\n'
-    samples, rate = sf.read(io.BytesIO(events_to_wav(SseAudioStream(PcmStream(44100, collect=True)), deltas + done,
-                                                     "vLLM-Omni")), dtype="int16")
-    assert rate == 44100 and samples.tolist() == list(range(100))
-    with pytest.raises(InvalidAudio, match="without its final event"):
-        events_to_wav(SseAudioStream(PcmStream(44100, collect=True)), deltas, "vLLM-Omni")
 
 
 def test_a_streamed_wav_header_with_placeholder_sizes_is_finalized():

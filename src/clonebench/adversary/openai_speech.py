@@ -15,8 +15,10 @@ comes from the service record (``scripts/serve_vllm_omni.py --record``); ``effec
 says "unknown" without one. The request never holds ``sample_rate`` (no such field at 01bc417 / 20893221; since
 #6553 Fish refuses it with 400). Timing and serving runs stream: ``stream=true`` with ``stream_format="audio"``
 (else Server-Sent Events, #4490, #4679) and ``response_format="pcm"``: raw s16le at 44.1 kHz as it is made; with
-``adversary.stream_format=sse`` they ask for the events instead (``speech.audio.delta`` with base64 s16le, then
-``speech.audio.done``: ``stream_decode.SseAudioStream``), as a client of the default ``stream=true`` sees them. Seeds fit int64 (#6598): every
+``adversary.stream_format=sse`` they ask for the events instead with ``stream_format="sse"`` alone (the events
+every build since #4490 sends for it, and a client of the default ``stream=true`` sees since #4679:
+``speech.audio.delta`` with base64 s16le in ``audio``, then ``speech.audio.done``, or ``speech.audio.error`` on a
+failure after the 200: ``stream_decode.SseAudioStream``). Seeds fit int64 (#6598): every
 seed is at most SEED_MAX (2**31 - 1), checked with the manifest before any request. The newest servers refuse
 references shorter than 1 s or longer than 30 s (``_REF_AUDIO_MIN_DURATION`` / ``_REF_AUDIO_MAX_DURATION``):
 checked here before any request.
@@ -139,8 +141,12 @@ class OpenAISpeech(Adversary):
         if self.params["model"]:
             body["model"] = self.params["model"]
         if self.client.streams:
-            # raw s16le at the model's 44.1 kHz as it is made (#4679), or events carrying base64 s16le (#4490)
-            body.update(stream=True, stream_format=self.params["stream_format"], response_format="pcm")
+            # raw s16le at the model's 44.1 kHz as it is made (#4679), or events carrying base64 s16le (#4490):
+            # events are asked for by stream_format alone, as OpenAI does, since stream=true with "sse" still
+            # streamed raw audio between #4490 and #4679 (protocol/audio.py is_sse_stream)
+            raw = self.params["stream_format"] == "audio"  # builds before #4490 stream only on stream=true
+            body.update({"stream": True} if raw else {}, stream_format=self.params["stream_format"],
+                        response_format="pcm")
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json"}
         if not self.client.streams:

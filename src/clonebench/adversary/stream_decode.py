@@ -157,10 +157,17 @@ def _b64(text, data: bytes) -> bytes:
 
 
 class SseAudioStream:
-    """vLLM-Omni's Server-Sent Events (``stream=true`` without ``stream_format="audio"``, #4490/#4679; OpenAI's speech
-    stream): ``speech.audio.delta`` events carry base64 audio in ``audio`` (OpenAI's field; ``delta`` is read too,
-    the name #4490's description gives), read by ``inner``; ``speech.audio.done`` (or ``data: [DONE]``) ends the
-    answer (``done``); a ``speech.audio.error`` event fails the stream."""
+    """vLLM-Omni's Server-Sent Events (``stream_format="sse"``, or ``stream=true`` without ``stream_format`` since
+    #4679), OpenAI's speech stream shape. As upstream writes it (``docs/serving/speech_api.md`` at 078de2d1,
+    ``tests/entrypoints/openai/test_serving_speech.py`` at 5eba539f): each event an ``event: <type>`` line and one JSON
+    ``data:`` line; ``speech.audio.delta`` carries a base64 chunk of the requested format in ``audio`` and that
+    format in ``response_format`` (only ``pcm`` is read here: the request asks for it, and a ``wav`` stream's first
+    chunk would hold a header; no event names the rate: pcm is at the model's, 44.1 kHz for Fish S2);
+    ``speech.audio.done`` (with ``usage``) is the last event (``done``); a failure
+    after the 200 sends ``speech.audio.error`` (``error``: message, type, param, code) instead of it, which fails
+    the stream. Upstream's docs and tests show no ``data: [DONE]``: one is ignored and ends nothing. ``delta`` is
+    read when ``audio`` is absent: #4490's merged description (2026-06-16) names ``delta`` as the field of its
+    first version. Other event types are ignored (OpenAI may add some)."""
 
     def __init__(self, inner: PcmStream):
         self.inner, self.events, self.done = inner, SseEvents(), False
@@ -180,19 +187,27 @@ class SseAudioStream:
     def feed(self, chunk: bytes) -> int:
         for data in self.events.feed(chunk):
             if data == b"[DONE]":
-                self.done = True
+                self.sentinel(data)
             else:
                 self.event(_json_event(data), data)
         return self.inner.samples
 
+    def sentinel(self, data: bytes) -> None:
+        """``data: [DONE]``: not vLLM-Omni's end of stream (``speech.audio.done`` is), and carries no audio."""
+
     def event(self, payload: dict, data: bytes) -> None:
         kind = payload.get("type")
         if kind == "speech.audio.error":
-            raise StreamNotAudio(f"the server sent an error event: {data[:200]!r}")
+            error = payload.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            raise StreamNotAudio(f"the server failed after its 200 (speech.audio.error: {message!r}): "
+                                 f"{data[:200]!r}")
         if kind == "speech.audio.done":
             self.done = True
         elif kind == "speech.audio.delta":
-            audio = _b64(payload.get("audio", payload.get("delta")), data)
+            if payload.get("response_format", "pcm") != "pcm":
+                raise StreamNotAudio(f"an audio delta that is not pcm (the request asked for pcm): {data[:120]!r}")
+            audio = _b64(payload["audio"] if "audio" in payload else payload.get("delta"), data)
             if audio:
                 self.inner.feed(audio)
 
@@ -203,6 +218,9 @@ class SglangSseStream(SseAudioStream):
     encoded alone in the request's ``response_format``: only ``pcm`` concatenates, so only pcm is read), a last one
     with ``audio: null`` and a ``finish_reason``, then ``data: [DONE]``. A failure after the first event cannot change
     the 200: the body just ends, without its final event (``done`` stays false)."""
+
+    def sentinel(self, data: bytes) -> None:
+        self.done = True  # SGLang-Omni's end of stream
 
     def event(self, payload: dict, data: bytes) -> None:
         if payload.get("object") != "audio.speech.chunk":

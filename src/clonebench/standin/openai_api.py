@@ -3,8 +3,9 @@
 ``{"error": {message, type, param, code}}``; ``ref_audio`` must be a ``data:`` URI here (the stand-in fetches no
 URLs; raw base64 is rejected as by vLLM); ``ref_text`` is required with ``ref_audio``; a reference soundfile cannot
 decode, or outside 1-30 s, is a 400; ``seed`` and ``max_new_tokens`` are lax ints ("42" is 42); ``extra_params``
-must be an object; response formats wav, pcm, flac, mp3, opus (``aac`` removed, #4718); ``stream=true`` answers
-Server-Sent Events unless ``stream_format="audio"`` (#4490, #4679; streaming needs pcm or wav); ``GET /health``
+must be an object; response formats wav, pcm, flac, mp3, opus (``aac`` removed, #4718); ``stream_format="sse"``
+or ``stream=true`` answers Server-Sent Events, ``stream_format="audio"`` raw audio (#4490, #4679; streaming needs
+pcm or wav; the events: ``sse``); ``GET /health``
 (``{"status": "healthy"}``) and ``GET /v1/models``.
 
 Two server builds (``BUILDS``; the stand-in's ``--vllm-build``):
@@ -15,6 +16,8 @@ Two server builds (``BUILDS``; the stand-in's ``--vllm-build``):
 - ``after-6553`` (the newest, late 2026): ``extra_params.{temperature,top_p,top_k}`` are copied into stage 0's
   SamplingParams (#5406, 76e4a78a), ``repetition_penalty`` still is not; ``sample_rate`` is validated per model
   and Fish refuses it with 400 (#6553); a seed must fit in int64 (#6598).
+
+Both stream as #4679 left it (01bc417 itself predates #4490: there ``stream=true`` streamed raw audio, no events).
 
 The sampling a build applies changes the audio (it is mixed into the synthesis seed), as it does on a real server.
 """
@@ -107,18 +110,20 @@ def _sampling(extra: dict, build: str) -> dict:
 
 
 def _stream(data: dict, response_format: str) -> str | None:
-    """None for a plain answer; else how the answer streams: "sse" (the default) or "audio"."""
+    """None for a plain answer; else how the answer streams, as ``OpenAICreateSpeechRequest.is_raw_audio_stream`` /
+    ``is_sse_stream`` decide since #4679 (``protocol/audio.py`` at 0131cb55): ``stream_format="audio"`` streams raw
+    audio (with or without ``stream``); ``stream_format="sse"``, or ``stream=true`` without a format, streams events."""
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise error(400, f"stream: Input should be a valid boolean, got {stream!r}", "stream")
-    if not stream:
-        return None
-    stream_format = data.get("stream_format") or "sse"
-    if stream_format not in STREAM_FORMATS:
+    stream_format = data.get("stream_format")
+    if stream_format is not None and stream_format not in STREAM_FORMATS:
         raise error(400, f"stream_format: Input should be one of {list(STREAM_FORMATS)}", "stream_format")
-    if response_format not in ("pcm", "wav"):
-        raise error(400, "Streaming is only supported for response_format 'pcm' or 'wav'", "response_format")
-    return stream_format
+    kind = "audio" if stream_format == "audio" else "sse" if stream or stream_format == "sse" else None
+    if kind and response_format not in ("pcm", "wav"):
+        raise error(400, "Streaming (stream=true, stream_format='audio', or stream_format='sse') requires "
+                         f"response_format='pcm' or 'wav'. Got response_format='{response_format}'.", "response_format")
+    return kind
 
 
 def parse(content_type: str | None, raw: bytes, build: str = "after-6553") -> dict:
@@ -173,30 +178,61 @@ def encode(wav: bytes, response_format: str) -> tuple[bytes, str]:
     return out.getvalue(), content_type
 
 
-def sse(body: bytes, chunk: int = 32768, last: bool = True) -> bytes:
-    """A streamed answer as Server-Sent Events: ``speech.audio.delta`` events (base64 audio), then (``last``)
-    ``speech.audio.done``."""
-    events = [{"type": "speech.audio.delta", "audio": base64.b64encode(body[i:i + chunk]).decode("ascii")}
-              for i in range(0, len(body), chunk)]
+def usage(request: dict, audio: bytes) -> dict:
+    """Token usage as vLLM-Omni counts it (``SpeechTokenUsage``, ``protocol/audio.py`` at 0131cb55): the stand-in's
+    input tokens are the text's words, its output tokens one per 2048 bytes of audio; no reference codec frames
+    (``audio_tokens`` counts them only for Qwen3-TTS in-context cloning)."""
+    text, out = len(request["text"].split()), len(audio) // 2048
+    return {"input_tokens": text, "output_tokens": out, "total_tokens": text + out,
+            "input_token_details": {"text_tokens": text, "audio_tokens": 0}}
+
+
+def _event(payload: dict) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def sse(body: bytes, request: dict, audio: bytes, chunk: int = 32768, last: bool = True) -> bytes:
+    """A streamed answer as vLLM-Omni's Server-Sent Events (``docs/serving/speech_api.md`` at 078de2d1): each event
+    an ``event:`` line and a JSON ``data:`` line; ``speech.audio.delta`` events (``audio``: a base64 piece of ``body``,
+    ``response_format``), then (``last``) ``speech.audio.done`` with the ``usage``. No ``data: [DONE]``."""
+    events = [{"type": "speech.audio.delta", "audio": base64.b64encode(body[i:i + chunk]).decode("ascii"),
+               "response_format": request["format"]} for i in range(0, len(body), chunk)]
     if last:
-        events.append({"type": "speech.audio.done"})
-    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
+        events.append({"type": "speech.audio.done", "usage": usage(request, audio)})
+    return b"".join(map(_event, events))
 
 
-def sse_piece(piece: bytes, last: bool) -> bytes:
-    """One scripted piece of a streamed answer as one event (``stream_profile.scripted_answer``'s framing)."""
-    return sse(piece, chunk=max(1, len(piece)), last=last)
+def sse_framing(request: dict, audio: bytes):
+    """Each scripted piece of a streamed answer as one event (``stream_profile.scripted_answer``'s framing)."""
+    return lambda piece, last: sse(piece, request, audio, chunk=max(1, len(piece)), last=last)
+
+
+def failed_sse(request: dict, audio: bytes) -> bytes:
+    """A synthesis failing after the 200 (the ``truncate`` fault): the first half's deltas, then the
+    ``speech.audio.error`` event upstream sends instead of ``speech.audio.done`` (its ``error`` the envelope of an
+    error answer)."""
+    body = encode(audio, request["format"])[0]
+    failure = {"message": "Speech generation failed: injected fault", "type": "server_error", "param": None,
+               "code": 500}
+    return sse(body[:len(body) // 2], request, audio, last=False) + _event({"type": "speech.audio.error",
+                                                                            "error": failure})
 
 
 def answer(handler, request: dict, audio: bytes, kind: str | None) -> None:
-    """The 200 answer to a parsed request whose audio (a WAV) is made: whole, streamed raw or as events."""
+    """The 200 answer to a parsed request whose audio (a WAV) is made: whole (token counts in the
+    ``x-vllm-omni-*-tokens`` headers, #4499), streamed raw or as events."""
     body, content_type = (audio, "audio/wav") if kind in ("nan", "wav_truncated_header") else \
         encode(audio, request["format"])
-    headers = {"x-vllm-omni-prompt-tokens": str(len(request["text"].split())),
-               "x-vllm-omni-completion-tokens": str(len(audio) // 2048)}
-    if request["stream"] == "sse":  # stream=true without stream_format="audio": events, not audio
-        return handler._answer(body, "text/event-stream", headers, request, audio, "sse")
-    return handler._answer(body, content_type, headers, request, audio, "raw" if request["stream"] else None)
+    if request["stream"] == "sse":
+        return handler._answer(body, "text/event-stream", {}, request, audio, "sse")
+    if request["stream"]:
+        return handler._answer(body, content_type, {}, request, audio, "raw")
+    tokens = usage(request, audio)
+    headers = {f"x-vllm-omni-{name.replace('_', '-')}": str(tokens[name])
+               for name in ("input_tokens", "output_tokens", "total_tokens")}
+    headers.update({f"x-vllm-omni-input-{name.replace('_', '-')}": str(value)
+                    for name, value in tokens["input_token_details"].items()})
+    return handler._answer(body, content_type, headers, request, audio, None)
 
 
 def models() -> bytes:

@@ -181,10 +181,10 @@ class Handler(BaseHTTPRequestHandler):
         """The 200 answer: at once, or on the stand-in's scripted streaming profile (``--stream-profile``)."""
         if self.script is None:
             if streamed == "sse":
-                body = openai_api.sse(body)
+                body = openai_api.sse(body, request, audio)
             return self._send(200, body, content_type, headers, chunked=streamed is not None or
                               self.server.protocol == "fish")
-        framing = openai_api.sse_piece if streamed == "sse" else streamed
+        framing = openai_api.sse_framing(request, audio) if streamed == "sse" else streamed
         scripted_answer(self, request["text"], body, Layout.of_wav_pcm16(audio, body), content_type, headers, framing)
 
     def _answer_request(self, request: dict) -> None:
@@ -209,6 +209,8 @@ class Handler(BaseHTTPRequestHandler):
             audio = wavs.nan_wav()
         if kind == "wav_truncated_header":
             audio = audio[: len(audio) // 2]
+        if kind == "truncate" and request.get("stream") == "sse":  # vLLM-Omni's events: an error event, not a cut
+            return self._send(200, openai_api.failed_sse(request, audio), "text/event-stream", chunked=True)
         if kind == "truncate":
             if request.get("streaming"):
                 audio = wavs.pcm_only(audio)
