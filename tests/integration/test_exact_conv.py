@@ -8,6 +8,8 @@ every embedding's bytes equal; and the kernels themselves, counted with torch's 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -42,25 +44,42 @@ def clips(tmp_path_factory):
     return out
 
 
-def _reference(ecapa, path):
-    """SpeechBrain's own path at two torch threads: every Conv1d on F.conv1d."""
-    import torch
-
+@contextlib.contextmanager
+def _torch_own_path(ecapa):
+    """SpeechBrain's own path inside the block: every Conv1d on F.conv1d; the exact path installed again after."""
     from clonebench.evaluate.execution import exact_conv
 
     exact_conv.uninstall(ecapa._model.mods)
     try:
-        with exact_conv.torch_threads(2), torch.inference_mode():
-            return ecapa._model.encode_batch(ecapa.load_clip(path).unsqueeze(0), None, normalize=False)
+        yield
     finally:
         exact_conv.install(ecapa._model.mods)
+
+
+def _references(ecapa, paths) -> list:
+    """SpeechBrain's own path at two torch threads: every Conv1d on F.conv1d. One uninstall for all the clips:
+    installing the exact path again scans every weight for subnormal rows (0.7-1.3 s a time, measured), which
+    clip by clip was 28 s of this module's test time."""
+    import torch
+
+    from clonebench.evaluate.execution import exact_conv
+
+    with _torch_own_path(ecapa), exact_conv.torch_threads(2), torch.inference_mode():
+        return [ecapa._model.encode_batch(ecapa.load_clip(path).unsqueeze(0), None, normalize=False)
+                for path in paths]
+
+
+def _reference(ecapa, path):
+    return _references(ecapa, [path])[0]
 
 
 @pytest.mark.slow
 def test_one_thread_exact_embeddings_are_the_two_thread_bytes(ecapa, clips):
     assert ecapa.exact, "the exact path is off on the pinned torch"
     assert len(clips) >= 40 and min(LENGTHS_S) <= 0.3 and max(LENGTHS_S) >= 180
-    differ = [p.name for p in clips if ecapa.embed(p).numpy().tobytes() != _reference(ecapa, p).numpy().tobytes()]
+    exact = [ecapa.embed(p).numpy().tobytes() for p in clips]
+    references = [r.numpy().tobytes() for r in _references(ecapa, clips)]
+    differ = [p.name for p, mine, theirs in zip(clips, exact, references) if mine != theirs]
     assert not differ, f"exact one-thread embeddings differ from the two-thread path for {differ}"
 
 
@@ -86,13 +105,9 @@ def test_the_exact_path_runs_the_two_thread_kernels(ecapa, clips):
     clip = clips[-2]
     two = _kernels(lambda: _reference(ecapa, clip))
     exact = _kernels(lambda: ecapa.embed(clip))
-    exact_conv.uninstall(ecapa._model.mods)
-    try:
-        with exact_conv.torch_threads(1), torch.inference_mode():
-            plain = _kernels(lambda: ecapa._model.encode_batch(ecapa.load_clip(clip).unsqueeze(0), None,
-                                                               normalize=False))
-    finally:
-        exact_conv.install(ecapa._model.mods)
+    with _torch_own_path(ecapa), exact_conv.torch_threads(1), torch.inference_mode():
+        plain = _kernels(lambda: ecapa._model.encode_batch(ecapa.load_clip(clip).unsqueeze(0), None,
+                                                           normalize=False))
     assert exact == two, (exact, two)
     assert plain["mkldnn"] < two["mkldnn"] and plain["native"] > two["native"], (plain, two)
 

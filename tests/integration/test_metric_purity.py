@@ -1,8 +1,14 @@
 """A metric is a pure function of (scorer protocol, target file, generated file, text, language).
 
 The same real set (LibriVox clips and their resampled / 24-bit noisy / float / stereo copies) is scored through
-the evaluate phase's ``run_group`` (real models, real metric cache) with batch size 1, 2 and 8, in shuffled
+the evaluate phase's ``run_group_jobs`` (real models, real metric cache) with batch size 1, 2 and 8, in shuffled
 order, with a half-warm cache and as two shards merged: every value of every scorer must be identical.
+
+Each scorer group is loaded once per batch size (``run_group_jobs`` scores several jobs with one loaded scorer,
+as the evaluate phase does for a suite's tasks), and the half-warm run doubles as the second shard: its shared
+cache holds shard 0 (scored on its own, in a batch of 8 with no other neighbours), so what it scores is exactly
+shard 1, in a batch of its own. The cache hits and misses of that run are asserted, so it cannot silently turn
+into a fully cold or fully warm run.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import pytest
 from clonebench.core.hashing import HashCache
 from clonebench.data.selection import shard_members
 from clonebench.evaluate.execution.cache import MetricCache
-from clonebench.evaluate.scoring import run_group
+from clonebench.evaluate.scoring import run_group_jobs
 from tests.conftest import score_item
 
 GROUPS = ("ecapa", "whisper", "dnsmos", "stoi", "mcd", "failures")
@@ -40,35 +46,41 @@ def items(speech_variants):
     return out
 
 
-def score(items, batch_size: int, run_dir, shared=None) -> dict:
-    """{group: {sample_id: values}} as the evaluate phase produces them."""
+def score(jobs: list[tuple], batch_size: int) -> list[tuple[dict, dict]]:
+    """Per job ``(items, run_dir, shared)``, in order: ({group: {sample_id: values}} as the evaluate phase
+    produces them, {group: (cache hits, scored)}); each group's scorer loaded once for all the jobs."""
     settings = SimpleNamespace(evaluation=SimpleNamespace(scorer_options=OPTIONS, batch_size=batch_size))
-    cache = MetricCache(run_dir, shared)
-    out = {}
+    caches = [MetricCache(run_dir, shared) for _, run_dir, shared in jobs]
+    out = [({}, {}) for _ in jobs]
     for group in GROUPS:
-        _, results = run_group(group, settings, "cpu", items, cache, HashCache(None))
-        assert all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
-        out[group] = {k: r.values for k, r in results.items()}
+        done = run_group_jobs(group, settings, "cpu", [(items, cache) for (items, _, _), cache in zip(jobs, caches)],
+                              HashCache(None))
+        for (values, counts), (provenance, results) in zip(out, done):
+            assert all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+            values[group] = {k: r.values for k, r in results.items()}
+            counts[group] = (provenance["cached"], provenance["scored"])
     return out
 
 
 def test_values_do_not_depend_on_batch_order_cache_or_shards(items, tmp_path):
-    reference = score(items, 1, tmp_path / "b1")
-    assert score(items, 2, tmp_path / "b2") == reference
+    [(reference, _)] = score([(items, tmp_path / "b1", None)], 1)
+    [(two, _)] = score([(items, tmp_path / "b2", None)], 2)
+    assert two == reference
     shuffled = list(items)
     random.Random(3).shuffle(shuffled)
-    assert score(shuffled, 8, tmp_path / "b8") == reference
-    # half-warm: a shared cache holds half the pairs (scored in a batch of 8 with other neighbours)
+    shards = [shard_members([i.sample_id for i in items], 2, index) for index in range(2)]
+    first, second = ([i for i in items if i.sample_id in members] for members in shards)
+    assert first and second, "both shards must hold pairs"
+    # in one load: the shuffled batch of 8; shard 0 on its own into a shared cache; then the shuffled set again
+    # with that half-warm shared cache, which scores shard 1 (its misses) in a batch of its own
     shared = tmp_path / "shared"
-    score(items[::2], 8, tmp_path / "warm", shared)
-    warm = score(shuffled, 2, tmp_path / "half", shared)
+    (eight, _), (shard0, _), (warm, counts) = score(
+        [(shuffled, tmp_path / "b8", None), (first, tmp_path / "shard0", shared),
+         (shuffled[::-1], tmp_path / "half", shared)], 8)
+    assert eight == reference
+    assert counts == {group: (len(first), len(second)) for group in GROUPS}, counts  # half warm, half scored
     assert warm == reference
     # two shards, each scored on its own, merged
-    merged = {group: {} for group in GROUPS}
-    for index in range(2):
-        members = shard_members([i.sample_id for i in items], 2, index)
-        part = [i for i in items if i.sample_id in members]
-        assert part, "both shards must hold pairs"
-        for group, values in score(part, 8, tmp_path / f"shard{index}").items():
-            merged[group].update(values)
+    merged = {group: {**shard0[group], **{k: v for k, v in warm[group].items() if k in shards[1]}}
+              for group in GROUPS}
     assert merged == reference
