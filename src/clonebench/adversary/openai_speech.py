@@ -140,22 +140,23 @@ class OpenAISpeech(Adversary):
         }
         if self.params["model"]:
             body["model"] = self.params["model"]
-        if self.client.streams:
-            # raw s16le at the model's 44.1 kHz as it is made (#4679), or events carrying base64 s16le (#4490):
-            # events are asked for by stream_format alone, as OpenAI does, since stream=true with "sse" still
-            # streamed raw audio between #4490 and #4679 (protocol/audio.py is_sse_stream)
-            raw = self.params["stream_format"] == "audio"  # builds before #4490 stream only on stream=true
-            body.update({"stream": True} if raw else {}, stream_format=self.params["stream_format"],
-                        response_format="pcm")
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
+        url, headers = self.client.endpoint_url, {"Content-Type": "application/json"}
         if not self.client.streams:
-            return PreparedRequest("POST", self.client.endpoint_url, content, headers)
-        if self.params["stream_format"] == "sse":
-            return PreparedRequest("POST", self.client.endpoint_url, content, headers, stream=True,
-                                   to_wav=_events_to_wav, decoder=lambda: SseAudioStream(PcmStream(STREAM_RATE)))
-        return PreparedRequest("POST", self.client.endpoint_url, content, headers, stream=True,
-                               to_wav=_stream_to_wav, decoder=lambda: PcmStream(STREAM_RATE))
+            return PreparedRequest("POST", url, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
+        # raw s16le at the model's 44.1 kHz as it is made (#4679), or events carrying base64 s16le (#4490): events
+        # are asked for by stream_format alone, as OpenAI does, since stream=true with "sse" still streamed raw audio
+        # between #4490 and #4679 (protocol/audio.py is_sse_stream); raw audio also sends stream=true, which builds
+        # before #4490 need
+        events = self.params["stream_format"] == "sse"
+        body.update({} if events else {"stream": True}, stream_format=self.params["stream_format"],
+                    response_format="pcm")
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if events:
+            return PreparedRequest("POST", url, content, headers, stream=True, to_wav=_events_to_wav,
+                                   decoder=lambda: SseAudioStream(PcmStream(STREAM_RATE)))
+        return PreparedRequest("POST", url, content, headers, stream=True, to_wav=_stream_to_wav,
+                               decoder=lambda: PcmStream(STREAM_RATE))
+
 
 def _stream_to_wav(body: bytes) -> bytes:
     return pcm_to_wav(body, sample_rate=STREAM_RATE, sample_format="s16le", server="vLLM-Omni")

@@ -14,6 +14,7 @@ job (``runs/scheduler.py``: pending after a requeue, running), then reads the re
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -40,17 +41,16 @@ class SweepOutcome(Callback):
 def settled(sweep: Path, count: int | None, read: QueueReader = queued_jobs, poll_s: float = POLL_S,
             sleep=time.sleep) -> dict:
     """The sweep's status once SLURM holds none of its unfinished shards' jobs as live (held ones are reported)."""
-    summary, told = with_queue(sweep_status(sweep, count), read), False
-    while summary["live"]:
-        if not told:
+    for polls in itertools.count():
+        summary = with_queue(sweep_status(sweep, count), read)
+        if not summary["live"]:
+            return summary
+        if polls == 0:
             waiting = ", ".join(f"shard {s['shard']} (job {s['job_id']}: {s['queued']})"
                                 for s in summary["shards"] if s.get("live"))
             print(shown(f"clonebench: the launcher returned, but SLURM still holds {waiting}: waiting for it "
                         f"(Ctrl-C leaves it running; clonebench status {sweep} shows it)"), file=sys.stderr)
-            told = True
         sleep(poll_s)
-        summary = with_queue(sweep_status(sweep, count), read)
-    return summary
 
 
 def finish(code: int | None) -> int:
